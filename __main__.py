@@ -1,0 +1,5 @@
+"""`python -m ddlx` runs the command-line interface."""
+
+from ddlx.cli.main import run
+
+run()

@@ -1,0 +1,82 @@
+"""Named metric definitions: the one place where each definition used by ddlx is written down.
+
+Every result that ddlx writes lists the ids of the definitions it used, so a reader can tell
+exactly what "queueing delay" or "failed" meant. Ids are stable; a changed meaning gets a new id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ddlx.errors import DdlxError
+
+
+@dataclass(frozen=True)
+class Definition:
+    id: str
+    title: str
+    unit: str
+    text: str
+
+
+_DEFINITIONS = (
+    Definition(
+        "queue_delay.submit_to_first_start", "Queueing delay", "s",
+        "Seconds from job submission to the first moment any part of the job ran. "
+        "PAI: job start_time (the submission) to the earliest instance start_time. "
+        "Jobs that never started have none and are left out of quantiles.",
+    ),
+    Definition(
+        "pai.queue_delay.submit_to_first_task_start", "PAI queueing delay, official notes", "s",
+        "Seconds from the job's start_time (submission) to its earliest task start_time, as the "
+        "PAI release notes read job wait.",
+    ),
+    Definition(
+        "runtime.first_start_to_last_end", "Run time", "s",
+        "Seconds from the first start of any part of the job to the job's end. PAI: earliest "
+        "instance start_time to the job's end_time. Jobs still running or never started have none.",
+    ),
+    Definition(
+        "gpu_request.job_total", "GPUs requested by a job", "GPUs",
+        "GPUs the whole job asks for, fractions allowed. PAI: sum over the job's tasks of "
+        "inst_num * plan_gpu / 100 (plan_gpu is percent of one GPU per instance; empty counts as 0).",
+    ),
+    Definition(
+        "gpu_job.requests_gpu", "GPU job", "jobs",
+        "A job whose GPU request (gpu_request.job_total) is above zero.",
+    ),
+    Definition(
+        "gpu_request.fractional", "Fractional-GPU job", "jobs",
+        "A GPU job in which some instance asks for a part of a GPU (PAI: plan_gpu not a multiple "
+        "of 100), so it shares a GPU with other work.",
+    ),
+    Definition(
+        "gpu_time.request_x_runtime", "GPU-time", "GPU-hours",
+        "GPUs requested (gpu_request.job_total) times run time (runtime.first_start_to_last_end), "
+        "in GPU-hours. Jobs without a run time (still running, never started) add none.",
+    ),
+    Definition(
+        "state.canonical", "Final state", "jobs",
+        "Canonical job state. PAI: Terminated -> completed (the only success), Failed -> failed, "
+        "Running -> running (still running at trace end), Waiting -> pending.",
+    ),
+    Definition(
+        "gpu_request.bucket", "GPU-request bucket", "GPUs",
+        "Jobs grouped by GPUs requested: 0 (CPU only), (0,1) a fraction of one GPU, 1, (1,2], "
+        "(2,4], (4,8], >8.",
+    ),
+)
+
+DEFINITIONS: dict[str, Definition] = {d.id: d for d in _DEFINITIONS}
+
+
+def get_definition(definition_id: str) -> Definition:
+    try:
+        return DEFINITIONS[definition_id]
+    except KeyError:
+        raise DdlxError(f"unknown metric definition '{definition_id}'") from None
+
+
+def definitions_used(ids: list[str]) -> list[dict[str, str]]:
+    """The full text of each definition id, for writing next to results."""
+    return [asdict(get_definition(i)) for i in dict.fromkeys(ids)]

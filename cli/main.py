@@ -1,0 +1,280 @@
+"""The `ddlx` command line: each command parses its arguments, calls the library, renders.
+
+`run()` is the one boundary where library errors (`DdlxError`) become a single `Error: ...`
+line on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ddlx.errors import DdlxError
+
+app = typer.Typer(
+    help="Trace analysis and workload characterization for deep-learning GPU clusters.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+datasets_app = typer.Typer(help="Supported traces: list, download, ingest, inspect, generate.",
+                           no_args_is_help=True)
+analyze_app = typer.Typer(help="Characterize a trace and write its results.", no_args_is_help=True)
+app.add_typer(datasets_app, name="datasets")
+app.add_typer(analyze_app, name="analyze")
+
+DataHome = Annotated[
+    Optional[Path],
+    typer.Option("--data-home", help="Data folder (default: $DDLX_HOME, else the per-user data folder).",
+                 show_default=False),
+]
+TraceName = Annotated[str, typer.Argument(help="Trace name, e.g. pai (see `ddlx datasets list`).")]
+Tables = Annotated[
+    Optional[list[str]],
+    typer.Option("--table", help="Only this table (repeatable); default: every table.", show_default=False),
+]
+
+
+def _home(data_home: Path | None) -> Path:
+    from ddlx.datasets.home import resolve_data_home
+
+    return resolve_data_home(data_home)
+
+
+def _say(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+@datasets_app.command("list")
+def datasets_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Show each supported trace: files, sizes, source addresses, sha256, licence and paper."""
+    from dataclasses import asdict
+
+    from ddlx.datasets.registry import TRACES
+
+    if as_json:
+        typer.echo(json.dumps([asdict(t) for t in TRACES.values()], indent=2))
+        return
+    for trace in TRACES.values():
+        total = trace.total_bytes
+        typer.echo(f"{trace.name}: {trace.title}")
+        typer.echo(f"  {trace.description}")
+        typer.echo(f"  licence: {trace.licence}    time zone: {trace.source_tz}")
+        typer.echo(f"  cite: {trace.paper}")
+        typer.echo(f"  home: {trace.homepage}")
+        typer.echo(f"  files ({len(trace.files)}" + (f", {total:,} bytes" if total else "") + "):")
+        for f in trace.files:
+            size = f"{f.size_bytes:,} bytes" if f.size_bytes else "size unknown"
+            typer.echo(f"    {f.filename}  {size}")
+            typer.echo(f"      url:    {f.url}")
+            typer.echo(f"      sha256: {f.sha256 or 'not published'}")
+
+
+@datasets_app.command("download")
+def datasets_download(
+    trace: TraceName,
+    table: Tables = None,
+    mirror: Annotated[Optional[str], typer.Option(
+        "--mirror", help="Base address to fetch the same file names from instead of the official one.",
+        show_default=False)] = None,
+    data_home: DataHome = None,
+) -> None:
+    """Fetch the official release files into the data home, resuming and verifying sha256."""
+    from ddlx.datasets.download import download_release
+    from ddlx.datasets.home import downloads_dir
+    from ddlx.datasets.registry import get_trace
+
+    info = get_trace(trace)
+    dest = downloads_dir(_home(data_home), info.name)
+    bars: dict[str, object] = {}
+
+    def progress(name: str, done: int, total: int | None) -> None:
+        bar = bars.get(name)
+        if bar is None:
+            bar = typer.progressbar(length=total or 0, label=name, file=sys.stderr, show_pos=True)
+            bar.__enter__()
+            bar.done = 0  # type: ignore[attr-defined]
+            bars[name] = bar
+        bar.update(done - bar.done)  # type: ignore[attr-defined]
+        bar.done = done  # type: ignore[attr-defined]
+        if total is not None and done >= total:
+            bar.__exit__(None, None, None)  # type: ignore[attr-defined]
+
+    try:
+        paths = download_release(info, dest, tables=table, base_url=mirror, progress=progress)
+    finally:
+        for bar in bars.values():
+            bar.__exit__(None, None, None)  # type: ignore[attr-defined]
+    for path in paths:
+        typer.echo(f"verified {path}")
+    typer.echo(f"next: ddlx datasets ingest {info.name} --from {dest}")
+
+
+@datasets_app.command("ingest")
+def datasets_ingest(
+    trace: TraceName,
+    source: Annotated[Path, typer.Option("--from", help="Folder with the official .tar.gz files or their extracted CSVs.")],
+    table: Tables = None,
+    max_rejected_rows: Annotated[int, typer.Option(
+        "--max-rejected-rows", min=0,
+        help="Skip up to this many unreadable rows per table (reported by `datasets info`) instead of failing.")] = 0,
+    data_home: DataHome = None,
+) -> None:
+    """Read a trace's files into typed Parquet and register them in the catalog."""
+    from ddlx.datasets.catalog import catalog_path
+    from ddlx.datasets.ingest import ingest
+
+    home = _home(data_home)
+    result = ingest(trace, source, home, tables=table, max_rejected_rows=max_rejected_rows, progress=_say)
+    if not result.skipped:
+        for name, rows in result.tables.items():
+            typer.echo(f"{name}: {rows:,} rows")
+    label = " (SYNTHETIC data)" if result.synthetic else ""
+    typer.echo(f"catalog: {catalog_path(home)}{label}")
+
+
+@datasets_app.command("info")
+def datasets_info(
+    trace: TraceName,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest as JSON.")] = False,
+    data_home: DataHome = None,
+) -> None:
+    """Show what was ingested for a trace and its validation report."""
+    import polars as pl
+
+    from ddlx.datasets.catalog import read_registrations
+    from ddlx.datasets.registry import get_trace
+    from ddlx.errors import CatalogError
+    from ddlx.reports.text import format_table
+
+    info = get_trace(trace)
+    home = _home(data_home)
+    registration = read_registrations(home).get(info.name)
+    if registration is None:
+        raise CatalogError(f"trace '{info.name}' is not ingested in {home}; run: ddlx datasets ingest {info.name} --from DIR")
+    manifest = registration.manifest
+    if as_json:
+        typer.echo(json.dumps(manifest, indent=2))
+        return
+    if registration.synthetic:
+        typer.echo("SYNTHETIC: generated by ddlx, not real cluster data")
+    typer.echo(f"{info.title}: version {registration.version}, ingested {registration.ingested_at} "
+               f"by ddlx {registration.ddlx_version}")
+    typer.echo(f"store: {registration.store_dir}\n")
+    inputs = manifest.get("inputs", {})
+    files = pl.DataFrame([
+        {"table": table, "rows": rows,
+         "rejected": inputs.get(table, {}).get("rejected_rows"),
+         "source": Path(inputs[table]["path"]).name if table in inputs else "(derived)",
+         "sha256": (inputs.get(table, {}).get("sha256") or "")[:16],
+         "official": {True: "match", False: "differs", None: "-"}[inputs.get(table, {}).get("matches_official_release")]}
+        for table, rows in manifest.get("rows", {}).items()
+    ])
+    typer.echo(format_table(files))
+    rejected = [(t, e) for t, entry in inputs.items() for e in entry.get("rejected_examples", [])]
+    if rejected:
+        typer.echo("\nrejected rows (first examples):")
+        for _, example in rejected:
+            typer.echo(f"  {example}")
+    checks = pl.DataFrame(manifest.get("validation", []), schema={
+        "table": pl.String, "check": pl.String, "rows": pl.Int64, "of_rows": pl.Int64, "share": pl.Float64})
+    typer.echo("\nvalidation:")
+    typer.echo(format_table(checks))
+
+
+@datasets_app.command("synth")
+def datasets_synth(
+    trace: TraceName,
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the synthetic release into.")],
+    scale: Annotated[float, typer.Option("--scale", help="1 is about the size of the real release.")] = 0.01,
+    seed: Annotated[int, typer.Option("--seed", help="Same seed, same bytes.")] = 0,
+) -> None:
+    """Generate a SYNTHETIC trace in exactly the official file format."""
+    from ddlx.datasets.synthetic import write_synthetic_release
+
+    if scale <= 0:
+        raise typer.BadParameter("must be above 0", param_hint="--scale")
+    paths = write_synthetic_release(trace, out, scale, seed, progress=_say)
+    for path in paths:
+        typer.echo(f"{path}  {path.stat().st_size:,} bytes")
+    typer.echo(f"SYNTHETIC release written; ingest it with: ddlx datasets ingest {trace} --from {out}")
+
+
+@app.command("sql")
+def sql(
+    query: Annotated[str, typer.Argument(help="One SQL query (DuckDB dialect) on the catalog.")],
+    output_format: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    max_rows: Annotated[int, typer.Option("--max-rows", help="Rows shown in table format.")] = 50,
+    data_home: DataHome = None,
+) -> None:
+    """Run a query on the catalog (tables: jobs, pai_job_table, ...) and print the result."""
+    from ddlx.datasets.catalog import query as run_query
+    from ddlx.reports.text import format_table
+
+    if output_format not in ("table", "csv", "json"):
+        raise typer.BadParameter("expected table, csv or json", param_hint="--format")
+    frame = run_query(_home(data_home), query)
+    if output_format == "csv":
+        typer.echo(frame.write_csv(), nl=False)
+    elif output_format == "json":
+        typer.echo(json.dumps(frame.to_dicts(), default=str, indent=1))
+    else:
+        typer.echo(format_table(frame, max_rows=max_rows))
+
+
+@analyze_app.command("pai-trace")
+def analyze_pai_trace(
+    out: Annotated[Path, typer.Option("--out", help="Results folder.")] = Path("ddlx-results/pai-trace"),
+    synthetic: Annotated[bool, typer.Option(
+        "--synthetic", help="Use the synthetic sample even when real data is ingested.")] = False,
+    data_home: DataHome = None,
+) -> None:
+    """Characterize the Alibaba PAI trace (the ingested one, else a SYNTHETIC sample)."""
+    _analyze("pai", out, synthetic, data_home)
+
+
+def _analyze(trace: str, out: Path, force_sample: bool, data_home: Path | None) -> None:
+    from ddlx.analysis.summary import summarize
+    from ddlx.datasets.catalog import read_registrations
+    from ddlx.datasets.synthetic import SAMPLE_SCALE, ensure_sample
+    from ddlx.reports.results import write_summary
+    from ddlx.reports.text import format_table, format_value
+
+    home = _home(data_home)
+    registration = read_registrations(home).get(trace)
+    if force_sample or registration is None or f"{trace}_jobs" not in registration.tables:
+        _say(f"No {trace} jobs ingested in {home}: using a SYNTHETIC sample from ddlx's generator "
+             f"(scale {SAMPLE_SCALE}). Ingest the real trace with `ddlx datasets ingest {trace} --from DIR`.")
+        home = ensure_sample(home, trace, progress=_say)
+    summary = summarize(home, trace)
+    banner = "SYNTHETIC DATA: generated by ddlx, not real cluster data" if summary.synthetic else None
+    if banner:
+        typer.echo(f"*** {banner} ***")
+    typer.echo(f"{trace}: {summary.metric('jobs').value:,} jobs, {summary.metric('gpu_jobs').value:,} GPU jobs")
+    for metric in summary.metrics:
+        typer.echo(f"  {metric.name:<26} {format_value(metric.value):>14} {metric.unit:<10} [{metric.definition}]")
+    for name, table in summary.tables.items():
+        typer.echo(f"\n{name}:")
+        typer.echo(format_table(table.drop("definition")))
+    written = write_summary(summary, out)
+    typer.echo(f"\nresults: {out} ({len(written)} files)")
+    if banner:
+        typer.echo(f"*** {banner} ***")
+
+
+def run() -> None:
+    """Entry point of the `ddlx` console script and `python -m ddlx`."""
+    try:
+        app()
+    except DdlxError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        typer.echo("Error: interrupted", err=True)
+        sys.exit(130)

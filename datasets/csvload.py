@@ -1,0 +1,130 @@
+"""Loading headerless trace CSVs into typed Parquet with DuckDB, reporting bad rows by line.
+
+Every CSV is read with an explicit schema (no type guessing). Rows DuckDB cannot read are
+collected with their line numbers; if there are more than the caller allows, the load fails with
+one `InputError` naming the file, the line, the field and what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from ddlx.errors import InputError
+
+_CONVERT_VALUE = re.compile(r'Could not convert string "(.*?)" to')
+
+
+@dataclass
+class LoadResult:
+    """What one CSV load produced: rows written, and rows rejected with their reasons."""
+
+    rows: int
+    rejected: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def columns_struct(columns: dict[str, str]) -> str:
+    """The `columns=` argument of DuckDB's read_csv for an ordered name -> type mapping."""
+    return "{" + ", ".join(f"{sql_string(name)}: {sql_string(t)}" for name, t in columns.items()) + "}"
+
+
+def read_csv_sql(csv_path: Path, columns: dict[str, str]) -> str:
+    """A read_csv table function call that keeps going past bad rows and stores them as rejects."""
+    return (
+        f"read_csv({sql_string(str(csv_path))}, columns={columns_struct(columns)}, header=false, "
+        "auto_detect=false, delim=',', quote='\"', escape='\"', new_line='\\n', "
+        "store_rejects=true, ignore_errors=true, rejects_table='ddlx_rejects', "
+        "rejects_scan='ddlx_reject_scans')"
+    )
+
+
+def _expected(sql_type: str) -> str:
+    if sql_type.startswith("ENUM"):
+        values = re.findall(r"'([^']*)'", sql_type)
+        return "one of " + ", ".join(values)
+    if sql_type in ("DOUBLE", "FLOAT"):
+        return "a number"
+    if sql_type in ("BIGINT", "INTEGER"):
+        return "a whole number"
+    return f"a {sql_type.lower()} value"
+
+
+def describe_reject(display: str, columns: dict[str, str], line: int, column: str | None,
+                    error_type: str, csv_line: str, message: str) -> InputError:
+    """Turn one DuckDB reject row into an `InputError` a user can act on."""
+    names = list(columns)
+    if "\ufffd" in (csv_line or "") or "unicode" in (message or "").lower():
+        return InputError(display, "not valid UTF-8 text", line=line, field=column)
+    if error_type in ("MISSING COLUMNS", "TOO MANY COLUMNS"):
+        found = (csv_line or "").count(",") + 1
+        return InputError(
+            display,
+            f"found {found} fields; expected {len(names)} ({','.join(names)})",
+            line=line,
+        )
+    if error_type == "CAST" and column in columns:
+        match = _CONVERT_VALUE.search(message or "")
+        value = match.group(1) if match else "?"
+        return InputError(
+            display, f"cannot read {value!r}; expected {_expected(columns[column])}",
+            line=line, field=column,
+        )
+    first = (message or error_type).strip().splitlines()[0]
+    return InputError(display, f"unreadable row ({first})", line=line, field=column)
+
+
+def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display: str,
+                        columns: dict[str, str], select_sql: str, out_path: Path,
+                        max_rejected_rows: int = 0) -> LoadResult:
+    """Read `csv_path` with `columns`, apply `select_sql` (which reads FROM `src`), write zstd Parquet.
+
+    `display` is the name used in messages (e.g. `pai_job_table.tar.gz:pai_job_table.csv`).
+    Raises `InputError` for an empty file or when more than `max_rejected_rows` rows are bad;
+    the Parquet file is then removed.
+    """
+    if csv_path.stat().st_size == 0:
+        raise InputError(
+            display, f"file is empty; expected headerless CSV rows of {len(columns)} fields "
+            f"({','.join(columns)})"
+        )
+    con.execute("DROP TABLE IF EXISTS ddlx_rejects; DROP TABLE IF EXISTS ddlx_reject_scans")
+    query = select_sql.replace("{src}", read_csv_sql(csv_path, columns))
+    try:
+        rows = con.execute(
+            f"COPY ({query}) TO {sql_string(str(out_path))} "
+            "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1000000)"
+        ).fetchall()[0][0]
+        reject_rows = con.execute(
+            "SELECT line, column_name, CAST(error_type AS VARCHAR), csv_line, error_message "
+            "FROM ddlx_rejects ORDER BY line"
+        ).fetchall()
+    except duckdb.Error as exc:
+        out_path.unlink(missing_ok=True)
+        first = str(exc).strip().splitlines()[0]
+        raise InputError(display, f"cannot be read as CSV ({first})") from None
+    rejected_lines = {r[0] for r in reject_rows}
+    result = LoadResult(rows=int(rows), rejected=len(rejected_lines))
+    if not reject_rows:
+        return result
+    errors = [describe_reject(display, columns, *r) for r in reject_rows]
+    if result.rejected > max_rejected_rows:
+        out_path.unlink(missing_ok=True)
+        error = errors[0]
+        if result.rejected > 1:
+            error.args = (f"{error.args[0]} (and {result.rejected - 1} more bad rows)",)
+        raise error
+    for error in errors:
+        reason = error.problem.split(";")[0]
+        result.reasons[reason] = result.reasons.get(reason, 0) + 1
+    result.examples = [str(e) for e in errors[:5]]
+    return result

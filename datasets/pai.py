@@ -1,0 +1,209 @@
+"""Adapter for Alibaba PAI cluster-trace-gpu-v2020: official files -> typed Parquet -> canonical jobs.
+
+Schema and units are declared in `ddlx.datasets.pai_schema`. Quirks handled here:
+- a 0 or empty time means missing and becomes NULL (it is not the epoch);
+- times are read as Unix seconds (UTC instants) whose Asia/Shanghai wall clock gives the real
+  time of day and weekday; the dates themselves are shifted by the trace owners;
+- plan_gpu and gpu_wrk_util are percent of one GPU and plan_gpu is per instance, so derived
+  columns in GPUs are added (`plan_gpus`, `task_gpus`, `gpus_used`), and likewise for CPU cores.
+
+How a job is rolled up from its tasks and instances (table `pai_jobs`, canonical columns):
+- job_id = job_name (the key shared by the job, task and instance tables); user from the job table;
+  job_group and workload from the group-tag table (by inst_id);
+- submit_time = job start_time (the job table's start is the submission);
+- start_time = earliest instance start; end_time = job end_time;
+- queue_s = start_time - submit_time (`queue_delay.submit_to_first_start`);
+- run_s = end_time - start_time (`runtime.first_start_to_last_end`);
+- num_gpus = sum over tasks of inst_num * plan_gpu / 100; num_cpus likewise with plan_cpu;
+  mem_gb = sum of inst_num * plan_mem; num_instances = sum of inst_num;
+- gpu_type = gpu_type of the task asking for most GPUs; fractional_gpu = some task's plan_gpu is
+  not a whole number of GPUs;
+- state: Terminated -> completed, Failed -> failed, Running -> running, Waiting -> pending.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddlx.datasets import pai_schema as schema
+
+TRACE = "pai"
+
+STATE_MAP: dict[str, str] = {
+    "Terminated": "completed",
+    "Failed": "failed",
+    "Running": "running",
+    "Waiting": "pending",
+}
+
+_STATUS_ENUM = "ENUM(" + ", ".join(f"'{s}'" for s in schema.STATUSES) + ")"
+
+
+def read_columns(table: str) -> dict[str, str]:
+    """The schema the CSV of `table` is read with: official order, status as a closed set."""
+    columns = dict(schema.COLUMNS[table])
+    if table in ("pai_job_table", "pai_task_table"):
+        columns["status"] = _STATUS_ENUM
+    return columns
+
+
+_DERIVED: dict[str, list[str]] = {
+    "pai_task_table": [
+        "plan_cpu / 100 AS plan_cpu_cores",
+        "plan_gpu / 100 AS plan_gpus",
+        "inst_num * coalesce(plan_cpu, 0) / 100 AS task_cpu_cores",
+        "inst_num * coalesce(plan_gpu, 0) / 100 AS task_gpus",
+        "inst_num * coalesce(plan_mem, 0) AS task_mem_gb",
+    ],
+    "pai_sensor_table": [
+        "cpu_usage / 100 AS cpu_cores_used",
+        "gpu_wrk_util / 100 AS gpus_used",
+    ],
+}
+
+
+def select_sql(table: str) -> str:
+    """SELECT that turns the raw rows of `table` (FROM {src}) into the stored typed table."""
+    parts = []
+    for name in schema.COLUMNS[table]:
+        if table in schema.TIMED_TABLES and name in ("start_time", "end_time"):
+            parts.append(f'NULLIF("{name}", 0) AS "{name}"')
+        elif name == "status":
+            parts.append('CAST("status" AS VARCHAR) AS "status"')
+        else:
+            parts.append(f'"{name}"')
+    if table in schema.TIMED_TABLES:
+        parts += [
+            "to_timestamp(NULLIF(start_time, 0)) AS start_ts",
+            "to_timestamp(NULLIF(end_time, 0)) AS end_ts",
+        ]
+    parts += _DERIVED.get(table, [])
+    return f"SELECT {', '.join(parts)} FROM {{src}}"
+
+
+JOBS_INPUTS: tuple[str, ...] = ("pai_job_table", "pai_task_table", "pai_instance_table")
+
+
+def _parquet(paths: dict[str, Path], table: str) -> str:
+    return "read_parquet('" + str(paths[table]).replace("'", "''") + "')"
+
+
+def jobs_sql(paths: dict[str, Path]) -> str:
+    """The canonical `pai_jobs` rows, from the stored job, task, instance (and group-tag) tables."""
+    state_cases = " ".join(f"WHEN '{raw}' THEN '{state}'" for raw, state in STATE_MAP.items())
+    if "pai_group_tag_table" in paths:
+        tags = (
+            'SELECT inst_id, mode("group") AS job_group, mode(workload) AS workload '
+            f"FROM {_parquet(paths, 'pai_group_tag_table')} GROUP BY inst_id"
+        )
+    else:
+        tags = "SELECT NULL::VARCHAR AS inst_id, NULL::VARCHAR AS job_group, NULL::VARCHAR AS workload WHERE false"
+    return f"""
+WITH tasks AS (
+    SELECT job_name,
+           count(*) AS num_tasks,
+           sum(inst_num) AS num_instances,
+           sum(task_gpus) AS num_gpus,
+           sum(task_cpu_cores) AS num_cpus,
+           sum(task_mem_gb) AS mem_gb,
+           arg_max(gpu_type, task_gpus) FILTER (WHERE gpu_type IS NOT NULL AND task_gpus > 0) AS gpu_type,
+           bool_or(plan_gpu IS NOT NULL AND plan_gpu % 100 <> 0) AS fractional_gpu
+    FROM {_parquet(paths, 'pai_task_table')}
+    GROUP BY job_name
+),
+instances AS (
+    SELECT job_name, min(start_time) AS first_start
+    FROM {_parquet(paths, 'pai_instance_table')}
+    GROUP BY job_name
+),
+tags AS ({tags})
+SELECT
+    '{TRACE}' AS trace,
+    '{TRACE}' AS cluster,
+    j.job_name AS job_id,
+    j.user AS "user",
+    NULL::VARCHAR AS vc,
+    g.job_group,
+    NULL::VARCHAR AS job_name,
+    g.workload,
+    to_timestamp(j.start_time) AS submit_time,
+    to_timestamp(i.first_start) AS start_time,
+    to_timestamp(j.end_time) AS end_time,
+    '{schema.SOURCE_TZ}' AS source_tz,
+    i.first_start - j.start_time AS queue_s,
+    j.end_time - i.first_start AS run_s,
+    coalesce(t.num_gpus, 0) AS num_gpus,
+    coalesce(t.num_cpus, 0) AS num_cpus,
+    coalesce(t.mem_gb, 0) AS mem_gb,
+    CAST(coalesce(t.num_instances, 0) AS BIGINT) AS num_instances,
+    coalesce(t.num_tasks, 0) AS num_tasks,
+    t.gpu_type,
+    coalesce(t.fractional_gpu, false) AS fractional_gpu,
+    CASE j.status {state_cases} END AS state,
+    j.status AS raw_state
+FROM {_parquet(paths, 'pai_job_table')} AS j
+LEFT JOIN tasks AS t USING (job_name)
+LEFT JOIN instances AS i USING (job_name)
+LEFT JOIN tags AS g ON g.inst_id = j.inst_id
+"""
+
+
+def validation_checks(present: set[str]) -> list[tuple[str, str, str]]:
+    """Data-quality checks for the stored tables in `present`: (table, check, SQL counting rows).
+
+    SQL refers to tables by name; the caller binds each name to its Parquet file.
+    """
+    checks: list[tuple[str, str, str]] = []
+    for table in schema.TIMED_TABLES:
+        if table not in present:
+            continue
+        checks += [
+            (table, "missing start_time (empty or 0)", f"SELECT count(*) FROM {table} WHERE start_time IS NULL"),
+            (table, "missing end_time (empty or 0)", f"SELECT count(*) FROM {table} WHERE end_time IS NULL"),
+            (table, "negative duration (end before start)",
+             f"SELECT count(*) FROM {table} WHERE end_time < start_time"),
+        ]
+    if "pai_job_table" in present:
+        checks += [
+            ("pai_job_table", "still running at trace end (status Running)",
+             "SELECT count(*) FROM pai_job_table WHERE status = 'Running'"),
+            ("pai_job_table", "waiting at trace end (status Waiting)",
+             "SELECT count(*) FROM pai_job_table WHERE status = 'Waiting'"),
+        ]
+    orphan_checks = [
+        ("pai_task_table", "pai_job_table", "orphan: task without job (job_name)", "job_name"),
+        ("pai_instance_table", "pai_task_table", "orphan: instance without task (job_name, task_name)",
+         "job_name, task_name"),
+        ("pai_sensor_table", "pai_instance_table", "orphan: sensor row without instance (worker_name)",
+         "worker_name"),
+        ("pai_group_tag_table", "pai_job_table", "orphan: group tag without job (inst_id)", "inst_id"),
+    ]
+    for child, parent, name, keys in orphan_checks:
+        if child in present and parent in present:
+            checks.append((child, name,
+                           f"SELECT count(*) FROM {child} AS c WHERE NOT EXISTS "
+                           f"(SELECT 1 FROM {parent} AS p WHERE "
+                           + " AND ".join(f"p.{k.strip()} = c.{k.strip()}" for k in keys.split(","))
+                           + ")"))
+    if "pai_sensor_table" in present:
+        checks.append(("pai_sensor_table", "gpu_wrk_util above 100 % of one GPU",
+                       "SELECT count(*) FROM pai_sensor_table WHERE gpu_wrk_util > 100"))
+        if "pai_machine_spec" in present:
+            capacity = " ".join(f"WHEN '{t}' THEN {gb}" for t, gb in schema.GPU_MEMORY_GB.items())
+            checks.append((
+                "pai_sensor_table", "max GPU memory above device capacity (P100/T4/V100 16 GB, V100M32 32 GB)",
+                "SELECT count(*) FROM pai_sensor_table AS s JOIN pai_machine_spec AS m USING (machine) "
+                f"WHERE s.max_gpu_wrk_mem > CASE m.gpu_type {capacity} END",
+            ))
+    if "pai_machine_metric" in present:
+        checks.append(("pai_machine_metric", "machine_gpu above 100 %",
+                       "SELECT count(*) FROM pai_machine_metric WHERE machine_gpu > 100"))
+    if "pai_jobs" in present:
+        checks += [
+            ("pai_jobs", "jobs that never started (no instance start)",
+             "SELECT count(*) FROM pai_jobs WHERE start_time IS NULL"),
+            ("pai_jobs", "jobs with negative queueing delay (first instance before submission)",
+             "SELECT count(*) FROM pai_jobs WHERE queue_s < 0"),
+            ("pai_jobs", "jobs without any task", "SELECT count(*) FROM pai_jobs WHERE num_tasks = 0"),
+        ]
+    return checks

@@ -1,0 +1,42 @@
+"""Plain-text rendering of small result tables for the terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+
+def format_value(value: Any) -> str:
+    """A number or value as shown in a table: floats to 4 significant digits, NULL as `-`."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        if value == int(value) and abs(value) < 1e15:
+            return f"{int(value):,}"
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def format_table(frame: pl.DataFrame, max_rows: int | None = None) -> str:
+    """`frame` as an aligned text table with a header row; numbers right-aligned."""
+    shown = frame if max_rows is None else frame.head(max_rows)
+    headers = list(shown.columns)
+    cells = [[format_value(v) for v in row] for row in shown.iter_rows()]
+    numeric = [dtype.is_numeric() for dtype in shown.dtypes]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w)
+                         for v, w, num in zip(values, widths, numeric)).rstrip()
+
+    out = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells]
+    if max_rows is not None and frame.height > max_rows:
+        out.append(f"... {frame.height - max_rows} more rows")
+    return "\n".join(out)

@@ -1,0 +1,119 @@
+"""Shared fixtures: a tiny hand-built PAI release whose every derived number is worked out by hand,
+and helpers to run the CLI in-process exactly as a user would."""
+
+from __future__ import annotations
+
+import io
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED_TRACES = SHARED / "traces"
+
+# Five jobs, written in the official headerless format. Times are seconds; hand-derived facts:
+#   j1 Terminated: submit 1000, instances start 1010 and 1030, job end 5000 -> queue 10, run 3990;
+#      task worker inst_num 2 x plan_gpu 50 -> 1.0 GPU, fractional; 2 x 400 % CPU -> 8 cores; 2 x 10 GB.
+#   j2 Failed: submit 2000, tasks ps (1 x 600 % CPU, no GPU) + worker (4 x 100 % GPU on V100),
+#      first instance 2100, end 2600 -> queue 100, run 500; 4 GPUs, not fractional; 6 + 4 x 2 = 14 cores.
+#   j3 Running: submit 3000, end 0 (missing), instance start 3005 -> queue 5, run NULL; 0.25 GPU on P100.
+#   j4 Waiting: submit 4000, no end, task start empty, no instance -> never started.
+#   j5 Terminated CPU-only: submit 100000, instance 100000-100060, end 100060 -> queue 0, run 60.
+PAI_FIXTURE: dict[str, list[str]] = {
+    "pai_job_table": [
+        "j1,inst1,u1,Terminated,1000.0,5000.0",
+        "j2,inst2,u1,Failed,2000.0,2600.0",
+        "j3,inst3,u2,Running,3000.0,0.0",
+        "j4,inst4,u3,Waiting,4000.0,",
+        "j5,inst5,u2,Terminated,100000.0,100060.0",
+    ],
+    "pai_task_table": [
+        "j1,worker,2.0,Terminated,1000.0,5000.0,400.0,10.0,50.0,T4",
+        "j2,ps,1.0,Failed,2000.0,2600.0,600.0,5.0,,",
+        "j2,worker,4.0,Failed,2000.0,2600.0,200.0,8.0,100.0,V100",
+        "j3,tensorflow,1.0,Running,3000.0,0.0,100.0,2.0,25.0,P100",
+        "j4,tensorflow,1.0,Waiting,0.0,,100.0,2.0,100.0,T4",
+        "j5,worker,1.0,Terminated,100000.0,100060.0,100.0,1.0,,",
+    ],
+    "pai_instance_table": [
+        "j1,worker,i1a,w1a,inst1,Terminated,1010.0,5000.0,m1",
+        "j1,worker,i1b,w1b,inst1,Terminated,1030.0,4990.0,m1",
+        "j2,ps,i2p,w2p,inst2,Failed,2100.0,2600.0,m4",
+        "j2,worker,i2a,w2a,inst2,Failed,2150.0,2600.0,m2",
+        "j3,tensorflow,i3,w3,inst3,Running,3005.0,,m3",
+        "j5,worker,i5,w5,inst5,Terminated,100000.0,100060.0,m4",
+        "jX,worker,iX,wX,instX,Terminated,10.0,5.0,m1",
+    ],
+    "pai_sensor_table": [
+        "j1,worker,w1a,inst1,m1,/dev/nvidia0,250.0,150.0,3.0,4.0,10.0,20.0,100.0,200.0,3.0,4.0",
+        "j1,worker,w1b,inst1,m1,/dev/nvidia1,120.0,20.0,2.0,3.0,5.0,6.0,100.0,200.0,3.0,4.0",
+        "j2,worker,w2a,inst2,m2,/dev/nvidia0,300.0,80.0,2.0,3.0,5.0,12.0,100.0,200.0,3.0,4.0",
+    ],
+    "pai_group_tag_table": [
+        "inst1,u1,,g1,bert",
+        "inst2,u1,V100,g1,",
+        "inst9,u9,,g9,",
+    ],
+    "pai_machine_spec": [
+        "m1,T4,96,512,2",
+        "m2,V100,96,512,8",
+        "m3,P100,64,512,2",
+        "m4,CPU,96,512,0",
+    ],
+    "pai_machine_metric": [
+        "w1a,m1,1010,5000,0.1,3.0,10.0,120.0,5.0,1000.0,2.0,13.0",
+        "w2a,m2,2150,2600,0.1,3.0,10.0,60.0,5.0,1000.0,1.0,13.0",
+    ],
+}
+
+
+def write_pai_release(folder: Path, archives: bool = True,
+                      overrides: dict[str, bytes] | None = None) -> Path:
+    """Write the hand-built release: official `<table>.tar.gz` files, or extracted `<table>.csv`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for table, rows in PAI_FIXTURE.items():
+        data = (overrides or {}).get(table, ("\n".join(rows) + "\n").encode())
+        if archives:
+            with tarfile.open(folder / f"{table}.tar.gz", "w:gz") as tar:
+                info = tarfile.TarInfo(f"{table}.csv")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        else:
+            (folder / f"{table}.csv").write_bytes(data)
+    return folder
+
+
+@pytest.fixture
+def pai_release(tmp_path: Path) -> Path:
+    return write_pai_release(tmp_path / "release")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str):
+        self.code, self.out, self.err = code, out, err
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """Run `ddlx ARGS...` in-process through the real entry point; returns code, stdout, stderr."""
+    from ddlx.cli.main import run
+
+    def invoke(*args: str) -> CliResult:
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "argv", ["ddlx", *map(str, args)])
+        code = 0
+        try:
+            run()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return invoke

@@ -1,0 +1,61 @@
+"""The installed package and its command line: layout, help texts, entry points, docs."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ddlx.cli.main import app
+from ddlx.datasets.canonical import JOB_COLUMNS
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _commands(typer_app, prefix=()):
+    for info in typer_app.registered_commands:
+        yield (*prefix, info.name or info.callback.__name__)
+    for group in typer_app.registered_groups:
+        yield (*prefix, group.name)
+        yield from _commands(group.typer_instance, (*prefix, group.name))
+
+
+def test_every_command_has_help_text(cli) -> None:
+    commands = list(_commands(app))
+    assert ("datasets", "ingest") in commands and ("analyze", "pai-trace") in commands and ("sql",) in commands
+    for command in commands:
+        result = cli(*command, "--help")
+        assert result.code == 0, command
+        assert "Usage" in result.out
+        summary = re.sub(r"[\s│╭╮╰╯─]+", " ", result.out)
+        assert len(summary.split("Usage", 1)[1]) > 60, command
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    done = subprocess.run([sys.executable, "-m", "ddlx", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "datasets" in done.stdout
+
+
+def test_only_the_ddlx_package_is_installed() -> None:
+    installed = [d for d in importlib.metadata.distributions(name="ddlx") if d.read_text("RECORD")]
+    if not installed:
+        pytest.skip("ddlx is not installed from a wheel here")
+    distribution = installed[0]
+    if '"editable": true' in (distribution.read_text("direct_url.json") or ""):
+        pytest.skip("editable install: the module list is the source tree's (CI installs the wheel)")
+    files = distribution.files or []
+    python_files = [str(f) for f in files if str(f).endswith(".py")]
+    if not python_files:
+        pytest.skip("editable install: no module files recorded")
+    assert all(name.startswith("ddlx/") for name in python_files), python_files
+    assert {"ddlx/analysis/__init__.py", "ddlx/datasets/__init__.py", "ddlx/cli/main.py"} <= set(python_files)
+
+
+def test_schema_doc_lists_every_canonical_column() -> None:
+    doc = (REPO / "docs" / "schema.md").read_text()
+    documented = re.findall(r"^\| `(\w+)` \| (\w+) \|", doc, flags=re.M)
+    assert documented == [(c.name, c.sql_type) for c in JOB_COLUMNS]

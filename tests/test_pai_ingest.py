@@ -1,0 +1,194 @@
+"""Ingest of the hand-built PAI release: stored tables, canonical jobs, validation report."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from ddlx.datasets import catalog
+from ddlx.datasets.ingest import ingest
+from tests.conftest import write_pai_release
+
+
+def _jobs(home: Path) -> dict[str, dict]:
+    rows = catalog.query(home, "SELECT * FROM jobs ORDER BY job_id").to_dicts()
+    return {r["job_id"]: r for r in rows}
+
+
+def test_rollup_matches_hand_derived_jobs(pai_release: Path, home: Path) -> None:
+    result = ingest("pai", pai_release, home)
+    assert result.tables["pai_job_table"] == 5
+    assert result.tables["pai_jobs"] == 5
+    jobs = _jobs(home)
+    j1, j2, j3, j4, j5 = (jobs[f"j{i}"] for i in range(1, 6))
+    # j1: 2 instances x 50 % of a GPU, 2 x 400 % CPU, 2 x 10 GB; queue 1010-1000, run 5000-1010.
+    assert (j1["num_gpus"], j1["num_cpus"], j1["mem_gb"]) == (2 * 50 / 100, 2 * 400 / 100, 2 * 10.0)
+    assert (j1["queue_s"], j1["run_s"]) == (1010 - 1000, 5000 - 1010)
+    assert (j1["num_instances"], j1["num_tasks"], j1["gpu_type"]) == (2, 1, "T4")
+    assert j1["fractional_gpu"] is True and j1["state"] == "completed" and j1["raw_state"] == "Terminated"
+    assert (j1["job_group"], j1["workload"], j1["user"]) == ("g1", "bert", "u1")
+    # j2: ps (1 x 600 % CPU, no GPU) + worker (4 x 100 % GPU, 4 x 200 % CPU, 4 x 8 GB).
+    assert (j2["num_gpus"], j2["num_cpus"], j2["mem_gb"]) == (4.0, 6 + 4 * 2.0, 5 + 4 * 8.0)
+    assert (j2["queue_s"], j2["run_s"], j2["num_tasks"], j2["num_instances"]) == (100, 500, 2, 5)
+    assert (j2["gpu_type"], j2["fractional_gpu"], j2["state"]) == ("V100", False, "failed")
+    # j3 still running: end time 0 means missing, so no run time.
+    assert (j3["num_gpus"], j3["queue_s"], j3["run_s"], j3["end_time"]) == (0.25, 5, None, None)
+    assert (j3["state"], j3["fractional_gpu"]) == ("running", True)
+    # j4 never started.
+    assert (j4["start_time"], j4["queue_s"], j4["state"]) == (None, None, "pending")
+    # j5 CPU only.
+    assert (j5["num_gpus"], j5["gpu_type"], j5["queue_s"], j5["run_s"]) == (0, None, 0, 60)
+
+
+def test_times_are_utc_and_local_hour_reads_in_shanghai(pai_release: Path, home: Path) -> None:
+    ingest("pai", pai_release, home)
+    row = catalog.query(home, """
+        SELECT epoch(submit_time) AS epoch_s, source_tz,
+               hour(submit_time AT TIME ZONE source_tz) AS local_hour
+        FROM jobs WHERE job_id = 'j5'""").to_dicts()[0]
+    assert row["epoch_s"] == 100000
+    assert row["source_tz"] == "Asia/Shanghai"
+    # 100000 s after the epoch is 03:46:40 UTC, i.e. 11:46:40 in UTC+8.
+    assert row["local_hour"] == (100000 // 3600 + 8) % 24
+
+
+def test_raw_tables_keep_official_names_and_add_unit_columns(pai_release: Path, home: Path) -> None:
+    ingest("pai", pai_release, home)
+    task = catalog.query(home, "SELECT * FROM pai_task_table WHERE job_name = 'j1'").to_dicts()[0]
+    assert (task["plan_gpu"], task["plan_gpus"], task["task_gpus"], task["plan_cpu_cores"]) == (50.0, 0.5, 1.0, 4.0)
+    zero = catalog.query(home, "SELECT start_time, start_ts FROM pai_task_table WHERE job_name = 'j4'").to_dicts()[0]
+    assert zero == {"start_time": None, "start_ts": None}
+    sensor = catalog.query(home, "SELECT gpus_used FROM pai_sensor_table WHERE worker_name = 'w1a'").item()
+    assert sensor == 1.5
+
+
+def test_validation_report_counts(pai_release: Path, home: Path) -> None:
+    ingest("pai", pai_release, home)
+    manifest = catalog.read_registrations(home)["pai"].manifest
+    found = {(c["table"], c["check"]): c["rows"] for c in manifest["validation"]}
+    expected = {
+        ("pai_job_table", "missing end_time (empty or 0)"): 2,  # j3 end 0.0, j4 empty
+        ("pai_job_table", "still running at trace end (status Running)"): 1,
+        ("pai_job_table", "waiting at trace end (status Waiting)"): 1,
+        ("pai_task_table", "missing start_time (empty or 0)"): 1,  # j4 start 0.0
+        ("pai_task_table", "missing end_time (empty or 0)"): 2,
+        ("pai_instance_table", "missing end_time (empty or 0)"): 1,
+        ("pai_instance_table", "negative duration (end before start)"): 1,  # jX 10 -> 5
+        ("pai_instance_table", "orphan: instance without task (job_name, task_name)"): 1,
+        ("pai_task_table", "orphan: task without job (job_name)"): 0,
+        ("pai_group_tag_table", "orphan: group tag without job (inst_id)"): 1,  # inst9
+        ("pai_sensor_table", "gpu_wrk_util above 100 % of one GPU"): 1,  # 150
+        ("pai_sensor_table", "max GPU memory above device capacity (P100/T4/V100 16 GB, V100M32 32 GB)"): 1,
+        ("pai_machine_metric", "machine_gpu above 100 %"): 1,
+        ("pai_jobs", "jobs that never started (no instance start)"): 1,
+    }
+    for key, count in expected.items():
+        assert found[key] == count, key
+    assert manifest["rows"]["pai_instance_table"] == 7
+    assert all(entry["rejected_rows"] == 0 for entry in manifest["inputs"].values())
+
+
+def test_extracted_csvs_ingest_like_archives(tmp_path: Path) -> None:
+    csvs = write_pai_release(tmp_path / "csv", archives=False)
+    ingest("pai", csvs, tmp_path / "h1")
+    ingest("pai", write_pai_release(tmp_path / "tgz"), tmp_path / "h2")
+    a = catalog.query(tmp_path / "h1", "SELECT * FROM jobs ORDER BY job_id")
+    b = catalog.query(tmp_path / "h2", "SELECT * FROM jobs ORDER BY job_id")
+    assert a.equals(b)
+
+
+def test_second_ingest_of_unchanged_input_does_nothing(pai_release: Path, home: Path) -> None:
+    first = ingest("pai", pai_release, home)
+    second = ingest("pai", pai_release, home)
+    assert second.skipped and second.store_dir == first.store_dir
+    # A changed input is ingested again, into a new version; the old version is removed.
+    os.utime(pai_release / "pai_job_table.tar.gz", ns=(1, 1))
+    third = ingest("pai", pai_release, home)
+    assert not third.skipped and third.store_dir != first.store_dir
+    assert not first.store_dir.exists()
+
+
+def test_single_table_ingest_keeps_the_others(pai_release: Path, home: Path) -> None:
+    ingest("pai", pai_release, home)
+    os.utime(pai_release / "pai_machine_spec.tar.gz", ns=(2, 2))
+    result = ingest("pai", pai_release, home, tables=["pai_machine_spec"])
+    assert result.tables["pai_machine_spec"] == 4
+    assert catalog.query(home, "SELECT count(*) AS n FROM jobs").item() == 5
+    assert catalog.query(home, "SELECT count(*) AS n FROM pai_sensor_table").item() == 3
+
+
+def test_catalog_opens_with_plain_duckdb(pai_release: Path, home: Path) -> None:
+    ingest("pai", pai_release, home)
+    con = duckdb.connect(str(home / "catalog.duckdb"), read_only=True)
+    try:
+        tables = {r[0] for r in con.sql("SELECT table_name FROM information_schema.tables").fetchall()}
+        assert {"jobs", "pai_job_table", "pai_task_table", "pai_instance_table", "pai_sensor_table",
+                "pai_group_tag_table", "pai_machine_spec", "pai_machine_metric"} <= tables
+        assert con.sql("SELECT sum(num_gpus) FROM jobs").fetchall()[0][0] == pytest.approx(1 + 4 + 0.25 + 1)
+    finally:
+        con.close()
+
+
+def test_killed_ingest_leaves_previous_catalog(pai_release: Path, home: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    first = ingest("pai", pai_release, home)
+    before = (home / "catalog.duckdb").read_bytes()
+    os.utime(pai_release / "pai_job_table.tar.gz", ns=(3, 3))
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(catalog, "write_catalog", crash)
+    with pytest.raises(KeyboardInterrupt):
+        ingest("pai", pai_release, home)
+    assert (home / "catalog.duckdb").read_bytes() == before
+    assert sorted(p.name for p in first.store_dir.parent.iterdir()) == [first.store_dir.name]
+    monkeypatch.undo()
+    assert catalog.query(home, "SELECT count(*) FROM jobs").item() == 5
+
+
+def test_archive_member_names_cannot_escape(tmp_path: Path, home: Path) -> None:
+    import io
+    import tarfile
+
+    release = write_pai_release(tmp_path / "release")
+    data = (release / "pai_job_table.tar.gz").read_bytes()
+    rows = tarfile.open(fileobj=io.BytesIO(data)).extractfile("pai_job_table.csv").read()
+    with tarfile.open(release / "pai_job_table.tar.gz", "w:gz") as tar:
+        for name in ("../escaped.csv", "/tmp/absolute-ddlx-test.csv", "../../pai_job_table.csv"):
+            info = tarfile.TarInfo(name)
+            info.size = len(rows)
+            tar.addfile(info, io.BytesIO(rows))
+    ingest("pai", release, home)
+    assert not (tmp_path / "escaped.csv").exists() and not (release.parent / "escaped.csv").exists()
+    assert not Path("/tmp/absolute-ddlx-test.csv").exists()
+    assert not (tmp_path.parent / "pai_job_table.csv").exists()
+    assert catalog.query(home, "SELECT count(*) FROM pai_job_table").item() == 5
+
+
+def test_summary_numbers_hand_derived(pai_release: Path, home: Path) -> None:
+    from ddlx.analysis.summary import summarize
+
+    ingest("pai", pai_release, home)
+    summary = summarize(home, "pai")
+    value = {m.name: m.value for m in summary.metrics}
+    assert value["jobs"] == 5 and value["gpu_jobs"] == 4
+    assert value["fractional_gpu_job_share"] == 2 / 4  # j1 and j3 ask for parts of a GPU
+    assert value["gpu_hours"] == pytest.approx((1.0 * 3990 + 4 * 500) / 3600)
+    # queue delays of started jobs: 0, 5, 10, 100 -> linear-interpolated quantiles
+    assert value["queue_delay_p50"] == pytest.approx((5 + 10) / 2)
+    assert value["queue_delay_p90"] == pytest.approx(10 + 0.7 * (100 - 10))
+    # run times of finished jobs: 60, 500, 3990
+    assert value["run_time_p50"] == 500
+    assert value["run_time_p90"] == pytest.approx(500 + 0.8 * (3990 - 500))
+    states = {r["state"]: r for r in summary.tables["state_mix"].to_dicts()}
+    assert {s: r["jobs"] for s, r in states.items()} == {"completed": 2, "failed": 1, "running": 1, "pending": 1}
+    assert states["completed"]["gpu_hours_share"] == pytest.approx(3990 / (3990 + 2000))
+    mix = {r["gpus_requested"]: r["jobs"] for r in summary.tables["gpu_request_mix"].to_dicts()}
+    assert mix == {"0": 1, "(0,1)": 1, "1": 2, "(2,4]": 1}
+    assert summary.tables["gpu_request_mix"]["gpus_requested"].to_list() == ["0", "(0,1)", "1", "(2,4]"]
+    assert not math.isnan(value["queue_delay_p50"])

@@ -1,0 +1,64 @@
+"""Real Alibaba PAI files from ../shared/traces: checksums, headers, and machine counts."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import re
+import tarfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ddlx.datasets import catalog, pai_schema
+from ddlx.datasets.ingest import ingest
+from ddlx.datasets.registry import PAI
+from tests.conftest import SHARED, SHARED_TRACES
+
+PAI_DIR = SHARED_TRACES / "alibaba-pai-v2020"
+pytestmark = pytest.mark.skipif(not PAI_DIR.is_dir(), reason="../shared/traces is not beside the repo")
+
+
+def _published_sha256(table: str) -> str:
+    """The tar.gz sha256 that TRACES.md publishes for `table` (read from its table row)."""
+    text = (SHARED / "TRACES.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith(f"| {table} |"))
+    return re.findall(r"\b[0-9a-f]{64}\b", row)[0]
+
+
+def test_machine_spec_archive_matches_published_checksum() -> None:
+    digest = hashlib.sha256((PAI_DIR / "pai_machine_spec.tar.gz").read_bytes()).hexdigest()
+    assert digest == _published_sha256("pai_machine_spec")
+    assert PAI.file_for("pai_machine_spec").sha256 == digest
+
+
+def test_real_machine_spec_ingest_counts(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    release.mkdir()
+    (release / "pai_machine_spec.tar.gz").symlink_to(PAI_DIR / "pai_machine_spec.tar.gz")
+    with tarfile.open(PAI_DIR / "pai_machine_spec.tar.gz") as tar:
+        text = tar.extractfile("pai_machine_spec.csv").read().decode()
+    rows = list(csv.reader(io.StringIO(text)))
+    machines = Counter(r[1] for r in rows)
+    gpus: Counter[str] = Counter()
+    for r in rows:
+        gpus[r[1]] += int(r[4])
+
+    home = tmp_path / "home"
+    result = ingest("pai", release, home, tables=["pai_machine_spec"])
+    assert result.tables == {"pai_machine_spec": len(rows)}
+    found = catalog.query(home, """
+        SELECT gpu_type, count(*) AS machines, CAST(sum(cap_gpu) AS BIGINT) AS gpus
+        FROM pai_machine_spec GROUP BY gpu_type""").to_dicts()
+    assert {r["gpu_type"]: r["machines"] for r in found} == dict(machines)
+    assert {r["gpu_type"]: r["gpus"] for r in found} == dict(gpus)
+    entry = catalog.read_registrations(home)["pai"].manifest["inputs"]["pai_machine_spec"]
+    assert entry["matches_official_release"] is True
+
+
+@pytest.mark.parametrize("table", pai_schema.TABLES)
+def test_official_headers_equal_declared_columns(table: str) -> None:
+    header = (PAI_DIR / f"{table}.header").read_text().strip().split(",")
+    assert header == list(pai_schema.COLUMNS[table])
