@@ -1,0 +1,125 @@
+"""End-to-end command flows a user runs: download from a mirror, ingest, info, sql, analyze."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import http.server
+import io
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.conftest import SHARED_TRACES
+
+REAL_SPEC = SHARED_TRACES / "alibaba-pai-v2020" / "pai_machine_spec.tar.gz"
+
+
+@pytest.fixture
+def mirror(tmp_path: Path):
+    """A local HTTP server on 127.0.0.1 serving the files of a folder; yields (folder, base url)."""
+    folder = tmp_path / "mirror"
+    folder.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *args: None  # type: ignore[assignment]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield folder, f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.skipif(not REAL_SPEC.exists(), reason="../shared/traces is not beside the repo")
+def test_download_verify_then_ingest_the_real_machine_spec(cli, mirror, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("no_proxy", "*")
+    folder, url = mirror
+    shutil.copy(REAL_SPEC, folder / "pai_machine_spec.tar.gz")
+    home = tmp_path / "home"
+    result = cli("datasets", "download", "pai", "--table", "pai_machine_spec", "--mirror", url, "--data-home", home)
+    assert result.code == 0, result.err
+    downloaded = home / "downloads" / "pai" / "pai_machine_spec.tar.gz"
+    assert hashlib.sha256(downloaded.read_bytes()).hexdigest() == hashlib.sha256(REAL_SPEC.read_bytes()).hexdigest()
+    assert f"verified {downloaded}" in result.out
+    result = cli("datasets", "ingest", "pai", "--from", downloaded.parent, "--table", "pai_machine_spec",
+                 "--data-home", home)
+    assert result.code == 0, result.err
+    csv_out = cli("sql", "SELECT count(*) AS machines, sum(cap_gpu) AS gpus FROM pai_machine_spec",
+                  "--format", "csv", "--data-home", home)
+    import tarfile
+
+    with tarfile.open(REAL_SPEC) as tar:
+        rows = list(csv.reader(io.StringIO(tar.extractfile("pai_machine_spec.csv").read().decode())))
+    assert csv_out.out.splitlines() == ["machines,gpus", f"{len(rows)},{sum(int(r[4]) for r in rows)}"]
+
+
+def test_download_of_a_corrupted_file_is_refused(cli, mirror, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("no_proxy", "*")
+    folder, url = mirror
+    (folder / "pai_machine_spec.tar.gz").write_bytes(b"x" * 30_449)  # right size, wrong bytes
+    home = tmp_path / "home"
+    result = cli("datasets", "download", "pai", "--table", "pai_machine_spec", "--mirror", url, "--data-home", home)
+    assert result.code == 1
+    assert result.err.strip().splitlines()[-1].startswith("Error: ")
+    assert "Traceback" not in result.err
+    kept = list((home / "downloads" / "pai").iterdir())
+    assert [p.name.startswith("pai_machine_spec.tar.gz.rejected-") for p in kept] == [True]
+
+
+def test_ingest_info_sql_and_analyze_on_the_hand_built_release(cli, pai_release: Path, home: Path,
+                                                              tmp_path: Path) -> None:
+    assert cli("datasets", "ingest", "pai", "--from", pai_release, "--data-home", home).code == 0
+    info = cli("datasets", "info", "pai", "--data-home", home)
+    assert info.code == 0 and "SYNTHETIC" not in info.out
+    assert "orphan: instance without task" in info.out
+    as_json = json.loads(cli("datasets", "info", "pai", "--json", "--data-home", home).out)
+    assert as_json["rows"]["pai_jobs"] == 5
+    listed = json.loads(cli("sql", "SELECT job_id, state FROM jobs ORDER BY job_id", "--format", "json",
+                            "--data-home", home).out)
+    assert [r["state"] for r in listed] == ["completed", "failed", "running", "pending", "completed"]
+    out = tmp_path / "results"
+    result = cli("analyze", "pai-trace", "--out", out, "--data-home", home)
+    assert result.code == 0, result.err
+    assert "SYNTHETIC" not in result.out and "5 jobs, 4 GPU jobs" in result.out
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["synthetic"] is False and "label" not in summary
+    used = {d["id"] for d in summary["definitions"]}
+    assert {"queue_delay.submit_to_first_start", "runtime.first_start_to_last_end",
+            "gpu_request.fractional"} <= used
+    metrics = pl.read_parquet(out / "summary.parquet")
+    assert dict(zip(metrics["name"], metrics["value"]))["gpu_jobs"] == 4
+    states = pl.read_parquet(out / "state_mix.parquet")
+    assert states.filter(pl.col("state") == "completed")["jobs"].item() == 2
+
+
+@pytest.mark.slow
+def test_main_job_without_data_uses_a_labelled_synthetic_sample(cli, tmp_path: Path) -> None:
+    home, out = tmp_path / "empty-home", tmp_path / "results"
+    result = cli("analyze", "pai-trace", "--out", out, "--data-home", home)
+    assert result.code == 0, result.err
+    assert "SYNTHETIC" in result.err and result.out.count("SYNTHETIC") >= 2
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["label"] == "SYNTHETIC" and summary["synthetic"] is True
+    for name in ("summary", "state_mix", "gpu_request_mix"):
+        frame = pl.read_parquet(out / f"{name}.parquet")
+        assert frame["synthetic"].all()
+    # The sample lives apart from real data: the user's catalog stays empty.
+    assert not (home / "catalog.duckdb").exists()
+    # Its numbers are the catalog's numbers, recomputed here with plain SQL.
+    import duckdb
+
+    con = duckdb.connect(str(home / "samples" / "pai-synthetic" / "catalog.duckdb"), read_only=True)
+    jobs, gpu_jobs = con.sql("SELECT count(*), count(*) FILTER (WHERE num_gpus > 0) FROM jobs").fetchall()[0]
+    con.close()
+    value = {m["name"]: m["value"] for m in summary["metrics"]}
+    assert (value["jobs"], value["gpu_jobs"]) == (jobs, gpu_jobs)
+    # A second run reuses the sample instead of generating it again.
+    again = cli("analyze", "pai-trace", "--out", out, "--data-home", home)
+    assert again.code == 0 and "nothing to do" in again.err
