@@ -102,7 +102,7 @@ def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display:
     try:
         rows = con.execute(
             f"COPY ({query}) TO {sql_string(str(out_path))} "
-            "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1000000)"
+            "(FORMAT parquet, COMPRESSION zstd)"
         ).fetchall()[0][0]
         reject_rows = con.execute(
             "SELECT line, column_name, CAST(error_type AS VARCHAR), csv_line, error_message "

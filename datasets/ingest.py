@@ -17,6 +17,7 @@ import os
 import shutil
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -125,22 +126,28 @@ def _load_table(con: duckdb.DuckDBPyConnection, trace: TraceInfo, table: str, so
         entry["sha256"] = extract_member(source, member, csv_path)
         entry["official_sha256"] = release_file.sha256
         display = f"{source}:{member}"
+        hashing = None
     else:
         csv_path = source
-        entry["sha256"] = sha256_file(source)
         entry["official_sha256"] = release_file.member_sha256
         display = str(source)
-    entry["matches_official_release"] = (
-        entry["sha256"] == entry["official_sha256"] if entry["official_sha256"] else None
-    )
+        # Hash the CSV on a second thread while DuckDB parses it (hashlib releases the GIL).
+        hashing = ThreadPoolExecutor(max_workers=1)
+        digest = hashing.submit(sha256_file, source)
     try:
         result = load_csv_to_parquet(
             con, csv_path, display, pai.read_columns(table), pai.select_sql(table),
             staging / f"{table}.parquet", max_rejected_rows,
         )
     finally:
+        if hashing is not None:
+            entry["sha256"] = digest.result()
+            hashing.shutdown()
         if csv_path != source:
             csv_path.unlink(missing_ok=True)
+    entry["matches_official_release"] = (
+        entry["sha256"] == entry["official_sha256"] if entry["official_sha256"] else None
+    )
     entry.update(rows=result.rows, rejected_rows=result.rejected,
                  rejected_reasons=result.reasons, rejected_examples=result.examples)
     return entry, result.rows
