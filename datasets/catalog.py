@@ -122,7 +122,7 @@ def connect(home: Path) -> duckdb.DuckDBPyConnection:
         raise CatalogError(
             f"no catalog in {home}; ingest a trace first (ddlx datasets ingest pai --from DIR)"
         )
-    return duckdb.connect(str(path), read_only=True)
+    return duckdb.connect(str(path), read_only=True, config={"enable_progress_bar": False})
 
 
 def query(home: Path, sql: str) -> pl.DataFrame:

@@ -17,7 +17,7 @@ import os
 import shutil
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -113,44 +113,60 @@ def _connect(workdir: Path) -> duckdb.DuckDBPyConnection:
     con.execute(f"SET memory_limit = {sql_string(DUCKDB_MEMORY_LIMIT)}")
     con.execute(f"SET temp_directory = {sql_string(str(workdir / 'spill'))}")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")
     return con
 
 
-def _load_table(con: duckdb.DuckDBPyConnection, trace: TraceInfo, table: str, source: Path,
-                staging: Path, max_rejected_rows: int) -> tuple[dict[str, Any], int]:
+@dataclass
+class _PreparedInput:
+    """A table's input on its way to DuckDB: the CSV to read and the sha256 being computed."""
+
+    table: str
+    csv_path: Path
+    display: str
+    entry: dict[str, Any]
+    sha256: Future[str]
+    extracted: bool
+
+
+def _prepare(trace: TraceInfo, table: str, source: Path, staging: Path,
+             pool: ThreadPoolExecutor) -> _PreparedInput:
+    """Start, on the background `pool`, extracting the table's CSV from its archive or hashing the
+    plain CSV, so that this work overlaps DuckDB loading the previous table."""
     release_file = trace.file_for(table)
     entry = _fingerprint(source)
     if source.name.endswith((".tar.gz", ".tgz")):
         member = release_file.member or f"{table}.csv"
         csv_path = staging / "tmp" / member
-        entry["sha256"] = extract_member(source, member, csv_path)
         entry["official_sha256"] = release_file.sha256
-        display = f"{source}:{member}"
-        hashing = None
-    else:
-        csv_path = source
-        entry["official_sha256"] = release_file.member_sha256
-        display = str(source)
-        # Hash the CSV on a second thread while DuckDB parses it (hashlib releases the GIL).
-        hashing = ThreadPoolExecutor(max_workers=1)
-        digest = hashing.submit(sha256_file, source)
+        future = pool.submit(extract_member, source, member, csv_path)
+        return _PreparedInput(table, csv_path, f"{source}:{member}", entry, future, extracted=True)
+    entry["official_sha256"] = release_file.member_sha256
+    return _PreparedInput(table, source, str(source), entry, pool.submit(sha256_file, source),
+                          extracted=False)
+
+
+def _load_prepared(con: duckdb.DuckDBPyConnection, prepared: _PreparedInput, staging: Path,
+                   max_rejected_rows: int) -> dict[str, Any]:
+    """Load one prepared input into `<table>.parquet`; return its manifest entry."""
+    entry = prepared.entry
+    if prepared.extracted:
+        prepared.sha256.result()  # the CSV must be fully extracted before DuckDB reads it
     try:
         result = load_csv_to_parquet(
-            con, csv_path, display, pai.read_columns(table), pai.select_sql(table),
-            staging / f"{table}.parquet", max_rejected_rows,
+            con, prepared.csv_path, prepared.display, pai.read_columns(prepared.table),
+            pai.select_sql(prepared.table), staging / f"{prepared.table}.parquet", max_rejected_rows,
         )
+        entry["sha256"] = prepared.sha256.result()
     finally:
-        if hashing is not None:
-            entry["sha256"] = digest.result()
-            hashing.shutdown()
-        if csv_path != source:
-            csv_path.unlink(missing_ok=True)
+        if prepared.extracted:
+            prepared.csv_path.unlink(missing_ok=True)
     entry["matches_official_release"] = (
         entry["sha256"] == entry["official_sha256"] if entry["official_sha256"] else None
     )
     entry.update(rows=result.rows, rejected_rows=result.rejected,
                  rejected_reasons=result.reasons, rejected_examples=result.examples)
-    return entry, result.rows
+    return entry
 
 
 def _run_checks(con: duckdb.DuckDBPyConnection, staging: Path, present: list[str],
@@ -218,11 +234,17 @@ def _ingest_into(trace: TraceInfo, inputs: dict[str, Path], home: Path, root: Pa
             manifest_inputs[table] = previous.manifest["inputs"][table]
             rows[table] = manifest_inputs[table]["rows"]
     con = _connect(staging)
+    pool = ThreadPoolExecutor(max_workers=1)
     try:
-        for table, source in inputs.items():
+        pending = list(inputs.items())
+        upcoming = _prepare(trace, *pending[0], staging, pool)
+        for index, (table, source) in enumerate(pending):
+            current = upcoming
+            if index + 1 < len(pending):
+                upcoming = _prepare(trace, *pending[index + 1], staging, pool)
             say(f"{trace.name}: reading {source.name}")
-            manifest_inputs[table], rows[table] = _load_table(
-                con, trace, table, source, staging, max_rejected_rows)
+            manifest_inputs[table] = _load_prepared(con, current, staging, max_rejected_rows)
+            rows[table] = manifest_inputs[table]["rows"]
         present = sorted(rows)
         jobs_table = f"{trace.name}_jobs"
         if all(t in rows for t in pai.JOBS_INPUTS):
@@ -236,6 +258,7 @@ def _ingest_into(trace: TraceInfo, inputs: dict[str, Path], home: Path, root: Pa
         say(f"{trace.name}: validating")
         checks = _run_checks(con, staging, present, rows)
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         con.close()
     version = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     manifest = {
