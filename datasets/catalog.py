@@ -122,7 +122,9 @@ def connect(home: Path) -> duckdb.DuckDBPyConnection:
         raise CatalogError(
             f"no catalog in {home}; ingest a trace first (ddlx datasets ingest pai --from DIR)"
         )
-    return duckdb.connect(str(path), read_only=True, config={"enable_progress_bar": False})
+    con = duckdb.connect(str(path), read_only=True)
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def query(home: Path, sql: str) -> pl.DataFrame:
