@@ -18,6 +18,7 @@ import duckdb
 import polars as pl
 
 from ddlx.datasets.canonical import conform_jobs_sql, empty_jobs_sql
+from ddlx.datasets.csvload import sql_string
 from ddlx.errors import CatalogError
 
 CATALOG_FILE = "catalog.duckdb"
@@ -43,10 +44,6 @@ class Registration:
 
 def catalog_path(home: Path) -> Path:
     return home / CATALOG_FILE
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 def read_registrations(home: Path) -> dict[str, Registration]:
@@ -100,7 +97,7 @@ def write_catalog(home: Path, registrations: dict[str, Registration]) -> Path:
                 for table in reg.tables:
                     con.execute(
                         f'CREATE VIEW "{table}" AS SELECT * FROM '
-                        f"read_parquet({_sql_string(str(reg.parquet_path(table)))})"
+                        f"read_parquet({sql_string(str(reg.parquet_path(table)))})"
                     )
                 if f"{reg.trace}_jobs" in reg.tables:
                     job_sources.append(conform_jobs_sql(f'"{reg.trace}_jobs"'))

@@ -26,6 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddlx.datasets import pai_schema as schema
+from ddlx.datasets.csvload import sql_string
 
 TRACE = "pai"
 
@@ -85,7 +86,7 @@ JOBS_INPUTS: tuple[str, ...] = ("pai_job_table", "pai_task_table", "pai_instance
 
 
 def _parquet(paths: dict[str, Path], table: str) -> str:
-    return "read_parquet('" + str(paths[table]).replace("'", "''") + "')"
+    return f"read_parquet({sql_string(str(paths[table]))})"
 
 
 def jobs_sql(paths: dict[str, Path]) -> str:

@@ -192,3 +192,14 @@ def test_summary_numbers_hand_derived(pai_release: Path, home: Path) -> None:
     assert mix == {"0": 1, "(0,1)": 1, "1": 2, "(2,4]": 1}
     assert summary.tables["gpu_request_mix"]["gpus_requested"].to_list() == ["0", "(0,1)", "1", "(2,4]"]
     assert not math.isnan(value["queue_delay_p50"])
+
+
+def test_real_table_over_a_synthetic_ingest_stays_labelled_synthetic(pai_release: Path, home: Path,
+                                                                    tmp_path: Path) -> None:
+    (pai_release / "SYNTHETIC.json").write_text('{"synthetic": true, "scale": 0.0}')
+    assert ingest("pai", pai_release, home).synthetic
+    real = write_pai_release(tmp_path / "real")
+    result = ingest("pai", real, home, tables=["pai_machine_spec"])
+    assert result.synthetic and catalog.read_registrations(home)["pai"].synthetic
+    # Re-ingesting every table from unlabelled files makes it real again.
+    assert not ingest("pai", real, home).synthetic
