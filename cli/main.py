@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -92,28 +92,34 @@ def datasets_download(
 
     info = get_trace(trace)
     dest = downloads_dir(_home(data_home), info.name)
-    bars: dict[str, object] = {}
-
-    def progress(name: str, done: int, total: int | None) -> None:
-        bar = bars.get(name)
-        if bar is None:
-            bar = typer.progressbar(length=total or 0, label=name, file=sys.stderr, show_pos=True)
-            bar.__enter__()
-            bar.done = 0  # type: ignore[attr-defined]
-            bars[name] = bar
-        bar.update(done - bar.done)  # type: ignore[attr-defined]
-        bar.done = done  # type: ignore[attr-defined]
-        if total is not None and done >= total:
-            bar.__exit__(None, None, None)  # type: ignore[attr-defined]
-
+    bars = _ProgressBars()
     try:
-        paths = download_release(info, dest, tables=table, base_url=mirror, progress=progress)
+        paths = download_release(info, dest, tables=table, base_url=mirror, progress=bars.update)
     finally:
-        for bar in bars.values():
-            bar.__exit__(None, None, None)  # type: ignore[attr-defined]
+        bars.close()
     for path in paths:
         typer.echo(f"verified {path}")
     typer.echo(f"next: ddlx datasets ingest {info.name} --from {dest}")
+
+
+class _ProgressBars:
+    """One terminal progress bar per downloaded file, fed by the library's progress callback."""
+
+    def __init__(self) -> None:
+        self._bars: dict[str, tuple[Any, list[int]]] = {}
+
+    def update(self, name: str, done: int, total: int | None) -> None:
+        if name not in self._bars:
+            bar = typer.progressbar(length=total or 0, label=name, file=sys.stderr, show_pos=True)
+            self._bars[name] = (bar.__enter__(), [0])
+        bar, seen = self._bars[name]
+        bar.update(done - seen[0])
+        seen[0] = done
+
+    def close(self) -> None:
+        for bar, _ in self._bars.values():
+            bar.__exit__(None, None, None)
+        self._bars.clear()
 
 
 @datasets_app.command("ingest")
