@@ -32,6 +32,7 @@ from ddlx.datasets.archives import extract_member, sha256_file
 from ddlx.datasets.csvload import load_csv_to_parquet, sql_string
 from ddlx.datasets.home import store_dir
 from ddlx.datasets.registry import TraceInfo, get_trace
+from ddlx.datasets.validation import run_checks
 from ddlx.errors import InputError
 
 #: Bump when the stored tables change shape, so unchanged inputs are ingested again.
@@ -174,13 +175,7 @@ def _run_checks(con: duckdb.DuckDBPyConnection, staging: Path, present: list[str
     for table in present:
         path = sql_string(str(staging / f"{table}.parquet"))
         con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet({path})')
-    report = []
-    for table, check, sql in pai.validation_checks(set(present)):
-        count = int(con.execute(sql).fetchall()[0][0])
-        total = rows.get(table, 0)
-        report.append({"table": table, "check": check, "rows": count, "of_rows": total,
-                       "share": (count / total) if total else None})
-    return report
+    return run_checks(con, pai.validation_checks(set(present)), rows)
 
 
 def ingest(trace_name: str, source: Path, home: Path, tables: Sequence[str] | None = None,

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ddlx.datasets import pai_schema as schema
 from ddlx.datasets.csvload import sql_string
+from ddlx.datasets.validation import Check
 
 TRACE = "pai"
 
@@ -149,62 +150,50 @@ LEFT JOIN tags AS g ON g.inst_id = j.inst_id
 """
 
 
-def validation_checks(present: set[str]) -> list[tuple[str, str, str]]:
-    """Data-quality checks for the stored tables in `present`: (table, check, SQL counting rows).
-
-    SQL refers to tables by name; the caller binds each name to its Parquet file.
-    """
-    checks: list[tuple[str, str, str]] = []
+def validation_checks(present: set[str]) -> list[Check]:
+    """Data-quality checks for the stored tables in `present` (tables referred to by name)."""
+    checks: list[Check] = []
     for table in schema.TIMED_TABLES:
-        if table not in present:
-            continue
-        checks += [
-            (table, "missing start_time (empty or 0)", f"SELECT count(*) FROM {table} WHERE start_time IS NULL"),
-            (table, "missing end_time (empty or 0)", f"SELECT count(*) FROM {table} WHERE end_time IS NULL"),
-            (table, "negative duration (end before start)",
-             f"SELECT count(*) FROM {table} WHERE end_time < start_time"),
-        ]
+        if table in present:
+            checks += [
+                Check(table, "missing start_time (empty or 0)", "start_time IS NULL"),
+                Check(table, "missing end_time (empty or 0)", "end_time IS NULL"),
+                Check(table, "negative duration (end before start)", "end_time < start_time"),
+            ]
     if "pai_job_table" in present:
         checks += [
-            ("pai_job_table", "still running at trace end (status Running)",
-             "SELECT count(*) FROM pai_job_table WHERE status = 'Running'"),
-            ("pai_job_table", "waiting at trace end (status Waiting)",
-             "SELECT count(*) FROM pai_job_table WHERE status = 'Waiting'"),
+            Check("pai_job_table", "still running at trace end (status Running)", "status = 'Running'"),
+            Check("pai_job_table", "waiting at trace end (status Waiting)", "status = 'Waiting'"),
         ]
     orphan_checks = [
-        ("pai_task_table", "pai_job_table", "orphan: task without job (job_name)", "job_name"),
+        ("pai_task_table", "pai_job_table", "orphan: task without job (job_name)", ["job_name"]),
         ("pai_instance_table", "pai_task_table", "orphan: instance without task (job_name, task_name)",
-         "job_name, task_name"),
+         ["job_name", "task_name"]),
         ("pai_sensor_table", "pai_instance_table", "orphan: sensor row without instance (worker_name)",
-         "worker_name"),
-        ("pai_group_tag_table", "pai_job_table", "orphan: group tag without job (inst_id)", "inst_id"),
+         ["worker_name"]),
+        ("pai_group_tag_table", "pai_job_table", "orphan: group tag without job (inst_id)", ["inst_id"]),
     ]
     for child, parent, name, keys in orphan_checks:
         if child in present and parent in present:
-            checks.append((child, name,
-                           f"SELECT count(*) FROM {child} AS c WHERE NOT EXISTS "
-                           f"(SELECT 1 FROM {parent} AS p WHERE "
-                           + " AND ".join(f"p.{k.strip()} = c.{k.strip()}" for k in keys.split(","))
-                           + ")"))
+            match = " AND ".join(f"p.{key} = c.{key}" for key in keys)
+            checks.append(Check(child, name, query=(
+                f"SELECT count(*) FROM {child} AS c WHERE NOT EXISTS (SELECT 1 FROM {parent} AS p WHERE {match})")))
     if "pai_sensor_table" in present:
-        checks.append(("pai_sensor_table", "gpu_wrk_util above 100 % of one GPU",
-                       "SELECT count(*) FROM pai_sensor_table WHERE gpu_wrk_util > 100"))
+        checks.append(Check("pai_sensor_table", "gpu_wrk_util above 100 % of one GPU", "gpu_wrk_util > 100"))
         if "pai_machine_spec" in present:
             capacity = " ".join(f"WHEN '{t}' THEN {gb}" for t, gb in schema.GPU_MEMORY_GB.items())
-            checks.append((
+            checks.append(Check(
                 "pai_sensor_table", "max GPU memory above device capacity (P100/T4/V100 16 GB, V100M32 32 GB)",
-                "SELECT count(*) FROM pai_sensor_table AS s JOIN pai_machine_spec AS m USING (machine) "
-                f"WHERE s.max_gpu_wrk_mem > CASE m.gpu_type {capacity} END",
+                query="SELECT count(*) FROM pai_sensor_table AS s JOIN pai_machine_spec AS m USING (machine) "
+                      f"WHERE s.max_gpu_wrk_mem > CASE m.gpu_type {capacity} END",
             ))
     if "pai_machine_metric" in present:
-        checks.append(("pai_machine_metric", "machine_gpu above 100 %",
-                       "SELECT count(*) FROM pai_machine_metric WHERE machine_gpu > 100"))
+        checks.append(Check("pai_machine_metric", "machine_gpu above 100 %", "machine_gpu > 100"))
     if "pai_jobs" in present:
         checks += [
-            ("pai_jobs", "jobs that never started (no instance start)",
-             "SELECT count(*) FROM pai_jobs WHERE start_time IS NULL"),
-            ("pai_jobs", "jobs with negative queueing delay (first instance before submission)",
-             "SELECT count(*) FROM pai_jobs WHERE queue_s < 0"),
-            ("pai_jobs", "jobs without any task", "SELECT count(*) FROM pai_jobs WHERE num_tasks = 0"),
+            Check("pai_jobs", "jobs that never started (no instance start)", "start_time IS NULL"),
+            Check("pai_jobs", "jobs with negative queueing delay (first instance before submission)",
+                  "queue_s < 0"),
+            Check("pai_jobs", "jobs without any task", "num_tasks = 0"),
         ]
     return checks

@@ -1,0 +1,49 @@
+"""Data-quality checks run at ingest; their counts form the validation report.
+
+An adapter declares its checks; a check either counts rows of one table matching a condition
+(all such checks of a table share one scan) or runs its own counting query (joins, orphans).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: `condition` is a WHERE clause on `table`, or `query` is a full counting SELECT."""
+
+    table: str
+    name: str
+    condition: str | None = None
+    query: str | None = None
+
+
+def run_checks(con: duckdb.DuckDBPyConnection, checks: list[Check],
+               rows: dict[str, int]) -> list[dict[str, Any]]:
+    """Count the rows each check finds; tables are referred to by name in `con`.
+
+    Returns report rows: table, check, rows found, rows of the table, share.
+    """
+    counts: dict[tuple[str, str], int] = {}
+    by_table: dict[str, list[Check]] = defaultdict(list)
+    for check in checks:
+        if check.condition is not None:
+            by_table[check.table].append(check)
+        else:
+            counts[(check.table, check.name)] = int(con.execute(check.query).fetchall()[0][0])
+    for table, table_checks in by_table.items():
+        filters = ", ".join(f"count(*) FILTER (WHERE {c.condition})" for c in table_checks)
+        found = con.execute(f'SELECT {filters} FROM "{table}"').fetchall()[0]
+        for check, count in zip(table_checks, found):
+            counts[(table, check.name)] = int(count)
+    report = []
+    for check in checks:
+        count, total = counts[(check.table, check.name)], rows.get(check.table, 0)
+        report.append({"table": check.table, "check": check.name, "rows": count, "of_rows": total,
+                       "share": (count / total) if total else None})
+    return report
