@@ -1,7 +1,10 @@
 """Benchmark: generate a SYNTHETIC PAI release, ingest it with ddlx, and copy the same CSVs to
 Parquet with bare DuckDB in the same run. Prints a table of wall time and peak memory.
 
-    python benchmarks/ingest_pai.py --scale 1 [--workdir DIR] [--keep]
+    python benchmarks/ingest_pai.py --scale 1 [--repeat 3] [--workdir DIR] [--keep]
+
+With --repeat N the two compared steps (bare DuckDB and ddlx ingest from the same CSVs) each run
+N times, alternating, each ingest into a fresh data home; the table shows the median run.
 
 Targets at scale 1: the generator under 5 minutes; `ddlx datasets ingest` within 1.5x of bare
 DuckDB; ingest peak RSS under 3 GB.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -57,6 +61,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--repeat", type=int, default=1, help="runs of the compared steps (median shown)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ddlx-bench-"))
@@ -75,10 +80,14 @@ def main() -> None:
             tar.extractall(csvs, filter="data")
     rows.append(("extract CSVs (tarfile, reference only)", time.perf_counter() - started, None, None))
     csv_bytes = sum(p.stat().st_size for p in csvs.glob("*.csv"))
-    bare_s, bare_rss = measure([sys.executable, "-c", BARE_DUCKDB, str(csvs), str(bare_out)])
+    bare_runs, ingest_runs = [], []
+    for run in range(args.repeat):
+        bare_runs.append(measure([sys.executable, "-c", BARE_DUCKDB, str(csvs), str(bare_out)]))
+        ingest_runs.append(measure([*ddlx, "datasets", "ingest", "pai", "--from", str(csvs),
+                                    "--data-home", str(workdir / f"home-csv-{run}")]))
+    bare_s, bare_rss = statistics.median(r[0] for r in bare_runs), max(r[1] for r in bare_runs)
+    seconds, rss = statistics.median(r[0] for r in ingest_runs), max(r[1] for r in ingest_runs)
     rows.append(("bare DuckDB: CSV -> Parquet (reference)", bare_s, bare_rss, 1.0))
-    seconds, rss = measure([*ddlx, "datasets", "ingest", "pai", "--from", str(csvs),
-                            "--data-home", str(workdir / "home-csv")])
     rows.append(("ddlx datasets ingest (from CSVs)", seconds, rss, seconds / bare_s))
     seconds, rss = measure([*ddlx, "datasets", "ingest", "pai", "--from", str(release),
                             "--data-home", str(workdir / "home-tgz")])
@@ -89,7 +98,8 @@ def main() -> None:
 
     print(f"SYNTHETIC PAI release, scale {args.scale}, seed {args.seed}: "
           f"{archive_bytes / 2**20:,.0f} MiB tar.gz, {csv_bytes / 2**20:,.0f} MiB CSV; "
-          f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB")
+          f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB; "
+          f"compared steps: median of {args.repeat} run(s), peak RSS the largest")
     print(f"{'step':<42} {'seconds':>9} {'peak RSS MB':>12} {'x bare DuckDB':>14}")
     for name, secs, peak, ratio in rows:
         print(f"{name:<42} {secs:>9.1f} {peak if peak is not None else float('nan'):>12.0f} "
