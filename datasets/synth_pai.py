@@ -23,11 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
-import struct
-import tarfile
-import tempfile
-import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,9 +31,19 @@ from typing import BinaryIO
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from ddlx.datasets import pai_schema as schema
+from ddlx.datasets.synth_common import (
+    choice_from,
+    float_series,
+    gather_names,
+    hex_ids,
+    pack_tar_gz,
+    lognormal,
+    position_in_group,
+    stream_rng,
+    temp_path_in,
+)
 
 __all__ = ["generate_pai"]
 
@@ -180,72 +185,17 @@ _STREAM_SENSORS, _STREAM_METRICS = 5, 6
 
 #: Archive metadata: fixed so archives are byte-identical across runs.
 TAR_MTIME = 1_618_451_733  # the release date of the real archives, 2021-04-15
-TAR_MODE = 0o644
-ARCHIVE_FILE_MODE = 0o644  # of the written .tar.gz files (temp files are created 0o600)
 GZIP_LEVEL = 1
 COMPRESS_WORKERS = 2
-COPY_BLOCK = 8 << 20
 
 # --------------------------------------------------------------------------------------------
 # Small helpers
 # --------------------------------------------------------------------------------------------
 
-_HEX_PAIRS = np.frombuffer(b"".join(b"%02x" % i for i in range(256)), dtype=np.uint16)
-
-
-def _rng(seed: int, stream: int, *keys: int) -> np.random.Generator:
-    """An independent random generator for one stream (and chunk) of one seed."""
-    return np.random.default_rng(np.random.SeedSequence([seed, stream, *keys]))
-
-
-def _hex_ids(rng: np.random.Generator, n: int, n_chars: int) -> pl.Series:
-    """`n` random lowercase hex strings of `n_chars` (even) characters, from random bytes."""
-    raw = np.frombuffer(rng.bytes(n * n_chars // 2), dtype=np.uint8)
-    text = np.ascontiguousarray(_HEX_PAIRS[raw])
-    arrow = pa.FixedSizeBinaryArray.from_buffers(pa.binary(n_chars), n, [None, pa.py_buffer(text)])
-    return pl.from_arrow(arrow).cast(pl.Binary).cast(pl.String)  # type: ignore[union-attr]
-
-
-def _choice(rng: np.random.Generator, spec: tuple[np.ndarray, np.ndarray], n: int) -> np.ndarray:
-    """`n` draws from a discrete (values, shares) distribution."""
-    values, shares = spec
-    return values[rng.choice(len(values), size=n, p=shares / shares.sum())]
-
-
-def _lognormal(rng: np.random.Generator, median: float, sigma: float, n: int) -> np.ndarray:
-    """`n` lognormal draws with the given median and log-sigma."""
-    return rng.lognormal(np.log(median), sigma, n)
-
-
-def _offsets(counts: np.ndarray) -> np.ndarray:
-    """Start offset of each group when groups of `counts` rows are laid end to end."""
-    out = np.zeros(len(counts), dtype=np.int64)
-    np.cumsum(counts[:-1], out=out[1:])
-    return out
-
-
-def _position_in_group(counts: np.ndarray) -> np.ndarray:
-    """0-based position of each row inside its group, for groups of `counts` consecutive rows."""
-    total = int(counts.sum())
-    return np.arange(total, dtype=np.int64) - np.repeat(_offsets(counts), counts)
-
-
 def _time_series(name: str, seconds: np.ndarray, zero_when_missing: np.ndarray) -> pl.Series:
     """Float time column, s: NaN is missing and is written as 0.0 or empty per `zero_when_missing`."""
     values = np.where(np.isnan(seconds) & zero_when_missing, 0.0, seconds)
     return pl.Series(name, values, dtype=pl.Float64, nan_to_null=True)
-
-
-def _float_series(name: str, values: np.ndarray) -> pl.Series:
-    """Float column with NaN written as an empty field."""
-    return pl.Series(name, values.astype(np.float64), dtype=pl.Float64, nan_to_null=True)
-
-
-def _gather(names: pl.Series, codes: np.ndarray, name: str) -> pl.Series:
-    """Strings `names[codes]`, with a negative code giving an empty (null) field."""
-    padded = pl.concat([names, pl.Series([None], dtype=pl.String)])
-    index = np.where(codes < 0, len(names), codes).astype(np.int64)
-    return padded.gather(index).alias(name)
 
 
 def _local_hour_and_weekday(seconds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -287,7 +237,7 @@ def _machine_counts(scale: float) -> list[int]:
 
 def _build_machines(seed: int, scale: float) -> _Machines:
     """The machine spec at `scale`, grouped by type like the real file (V100 variants mixed)."""
-    rng = _rng(seed, _STREAM_MACHINES)
+    rng = stream_rng(seed, _STREAM_MACHINES)
     counts = _machine_counts(scale)
     rows = np.repeat(np.arange(len(MACHINE_CONFIGS)), counts)
     type_order = {t: i for i, t in enumerate(dict.fromkeys(c[0] for c in MACHINE_CONFIGS))}
@@ -296,7 +246,7 @@ def _build_machines(seed: int, scale: float) -> _Machines:
     rows = rows[order]
     config = np.array([c[1:4] for c in MACHINE_CONFIGS], dtype=np.int64)
     return _Machines(
-        name=_hex_ids(rng, len(rows), 24),
+        name=hex_ids(rng, len(rows), 24),
         gpu_type=np.array([c[0] for c in MACHINE_CONFIGS], dtype=object)[rows].astype(str),
         cap_cpu=config[rows, 0],
         cap_mem=config[rows, 1],
@@ -383,13 +333,13 @@ def _task_layout(rng: np.random.Generator, n_jobs: int) -> tuple[np.ndarray, np.
     layout = rng.choice(3, size=n_jobs, p=JOB_LAYOUT_SHARES)
     n_tasks = layout + 1
     job = np.repeat(np.arange(n_jobs), n_tasks)
-    position = _position_in_group(n_tasks)
+    position = position_in_group(n_tasks)
     single = np.repeat(layout == 0, n_tasks)
     cpu = np.where(single, rng.random(len(job)) < SINGLE_TASK_CPU_SHARE, position == 1)
     multi_names = np.array([_WORKER, _PS, _EVALUATOR])[np.minimum(position, 2)]
     name = np.where(
         single,
-        np.where(cpu, _choice(rng, SINGLE_CPU_NAMES, len(job)), _choice(rng, SINGLE_GPU_NAMES, len(job))),
+        np.where(cpu, choice_from(rng, SINGLE_CPU_NAMES, len(job)), choice_from(rng, SINGLE_GPU_NAMES, len(job))),
         multi_names,
     )
     return job, name.astype(np.int8), cpu
@@ -409,12 +359,12 @@ def _inst_nums(rng: np.random.Generator, name: np.ndarray, cpu: np.ndarray,
                single: np.ndarray) -> np.ndarray:
     """Instances per task: mostly 1 for GPU tasks, heavy-tailed for CPU tasks."""
     n = len(name)
-    cpu_many = np.clip(np.rint(_lognormal(rng, CPU_INST_MEDIAN, CPU_INST_SIGMA, n)), 2, CPU_INST_MAX)
+    cpu_many = np.clip(np.rint(lognormal(rng, CPU_INST_MEDIAN, CPU_INST_SIGMA, n)), 2, CPU_INST_MAX)
     cpu_inst = np.where(rng.random(n) < CPU_SINGLE_INSTANCE_SHARE, 1, cpu_many)
-    inst = _choice(rng, INST_NUM_SINGLE_GPU, n)
-    inst = np.where((name == _WORKER) & ~single, _choice(rng, INST_NUM_WORKER, n), inst)
+    inst = choice_from(rng, INST_NUM_SINGLE_GPU, n)
+    inst = np.where((name == _WORKER) & ~single, choice_from(rng, INST_NUM_WORKER, n), inst)
     inst = np.where(name == _EVALUATOR, 1, inst)
-    inst = np.where(name == _PS, _choice(rng, INST_NUM_PS, n), inst)
+    inst = np.where(name == _PS, choice_from(rng, INST_NUM_PS, n), inst)
     inst = np.where(cpu & single, cpu_inst, inst)
     return inst.astype(np.int64)
 
@@ -434,12 +384,12 @@ def _task_resources(rng: np.random.Generator, name: np.ndarray, cpu: np.ndarray,
                     single: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """plan_cpu (% core), plan_mem (GB), plan_gpu (% GPU, NaN for CPU tasks), gpu_type code."""
     n = len(name)
-    plan_gpu = np.where((name == _WORKER) & ~single, _choice(rng, PLAN_GPU_WORKER, n),
-                        _choice(rng, PLAN_GPU_SINGLE, n)).astype(float)
+    plan_gpu = np.where((name == _WORKER) & ~single, choice_from(rng, PLAN_GPU_WORKER, n),
+                        choice_from(rng, PLAN_GPU_SINGLE, n)).astype(float)
     plan_gpu[cpu] = np.nan
-    plan_cpu = np.where(cpu, _choice(rng, PLAN_CPU_CPU_TASK, n), _choice(rng, PLAN_CPU_GPU_TASK, n))
-    mem_mb = np.where(cpu, _choice(rng, (PLAN_MEM_MB, PLAN_MEM_CPU_SHARES), n),
-                      _choice(rng, (PLAN_MEM_MB, PLAN_MEM_GPU_SHARES), n))
+    plan_cpu = np.where(cpu, choice_from(rng, PLAN_CPU_CPU_TASK, n), choice_from(rng, PLAN_CPU_GPU_TASK, n))
+    mem_mb = np.where(cpu, choice_from(rng, (PLAN_MEM_MB, PLAN_MEM_CPU_SHARES), n),
+                      choice_from(rng, (PLAN_MEM_MB, PLAN_MEM_GPU_SHARES), n))
     return plan_cpu.astype(float), mem_mb / 1024.0, plan_gpu, _gpu_types(rng, plan_gpu)
 
 
@@ -448,13 +398,13 @@ def _task_times(rng: np.random.Generator, submit: np.ndarray, job: np.ndarray,
     """Task start, first-instance start and end, s (NaN where missing for the status)."""
     n, n_jobs = len(job), len(submit)
     launch = np.where(rng.random(n_jobs) < LAUNCH_IMMEDIATE_SHARE, 0.0,
-                      np.floor(_lognormal(rng, LAUNCH_MEDIAN_S, 1.0, n_jobs)))
+                      np.floor(lognormal(rng, LAUNCH_MEDIAN_S, 1.0, n_jobs)))
     start = submit[job] + launch[job] + np.where(position > 0, rng.integers(0, 6, n), 0)
     wait = np.where(rng.random(n) < WAIT_TAIL_SHARE,
-                    _lognormal(rng, WAIT_TAIL_MEDIAN_S, WAIT_TAIL_SIGMA, n),
-                    _lognormal(rng, WAIT_BODY_MEDIAN_S, WAIT_BODY_SIGMA, n))
+                    lognormal(rng, WAIT_TAIL_MEDIAN_S, WAIT_TAIL_SIGMA, n),
+                    lognormal(rng, WAIT_BODY_MEDIAN_S, WAIT_BODY_SIGMA, n))
     first_start = start + np.floor(np.minimum(wait, WAIT_MAX_S))
-    runtime = np.minimum(_lognormal(rng, RUNTIME_MEDIAN_S, RUNTIME_SIGMA, n), RUNTIME_MAX_S)
+    runtime = np.minimum(lognormal(rng, RUNTIME_MEDIAN_S, RUNTIME_SIGMA, n), RUNTIME_MAX_S)
     runtime *= np.where(status == FAILED, rng.uniform(*FAILED_RUNTIME_FACTOR, n), 1.0)
     end = first_start + np.maximum(1.0, np.floor(runtime))
     end[status >= RUNNING] = np.nan
@@ -473,7 +423,7 @@ def _job_ends(job: np.ndarray, task_end: np.ndarray, job_status: np.ndarray) -> 
 
 def _build_jobs_and_tasks(seed: int, scale: float) -> tuple[_Jobs, _Tasks]:
     """The job and task tables at `scale` (one random stream)."""
-    rng = _rng(seed, _STREAM_JOBS)
+    rng = stream_rng(seed, _STREAM_JOBS)
     n_jobs = max(1, int(round(JOBS_AT_SCALE_1 * scale)))
     n_users = _user_count(scale)
     submit = _submission_times(rng, n_jobs).astype(float)
@@ -485,12 +435,12 @@ def _build_jobs_and_tasks(seed: int, scale: float) -> tuple[_Jobs, _Tasks]:
     status = _task_status(rng, job_status, job, name)
     inst_num = _inst_nums(rng, name, cpu, single)
     plan_cpu, plan_mem, plan_gpu, gpu_type = _task_resources(rng, name, cpu, single)
-    start, first_start, end = _task_times(rng, submit, job, status, _position_in_group(counts))
+    start, first_start, end = _task_times(rng, submit, job, status, position_in_group(counts))
     tasks = _Tasks(job=job, name=name, inst_num=inst_num, status=status, start=start,
                    first_start=first_start, end=end, zero_missing=rng.random(len(job)) < 0.5,
                    plan_cpu=plan_cpu, plan_mem=plan_mem, plan_gpu=plan_gpu, gpu_type=gpu_type)
-    jobs = _Jobs(name=_hex_ids(rng, n_jobs, 24), inst_id=_hex_ids(rng, n_jobs, 60), user=user,
-                 user_names=_hex_ids(rng, n_users, 12), status=job_status, submit=submit,
+    jobs = _Jobs(name=hex_ids(rng, n_jobs, 24), inst_id=hex_ids(rng, n_jobs, 60), user=user,
+                 user_names=hex_ids(rng, n_users, 12), status=job_status, submit=submit,
                  end=_job_ends(job, end, job_status), end_zero=rng.random(n_jobs) < 0.5)
     return jobs, tasks
 
@@ -523,8 +473,8 @@ def _task_frame(jobs: _Jobs, tasks: _Tasks) -> pl.DataFrame:
         _time_series("end_time", tasks.end, tasks.zero_missing),
         pl.Series("plan_cpu", tasks.plan_cpu, dtype=pl.Float64),
         pl.Series("plan_mem", tasks.plan_mem, dtype=pl.Float64),
-        _float_series("plan_gpu", tasks.plan_gpu),
-        _gather(_GPU_TYPE_SERIES, tasks.gpu_type.astype(np.int64), "gpu_type"),
+        float_series("plan_gpu", tasks.plan_gpu),
+        gather_names(_GPU_TYPE_SERIES, tasks.gpu_type.astype(np.int64), "gpu_type"),
     ])
 
 
@@ -537,7 +487,7 @@ def _recurring_groups(rng: np.random.Generator, users: np.ndarray, n_users: int)
     """Group key per recurring job: runs of 2+ jobs of the same user (sizes heavy-tailed)."""
     n = len(users)
     order = np.lexsort((rng.random(n), users))
-    sizes = 2 + np.floor(_lognormal(rng, GROUP_SIZE_MEDIAN_EXTRA, GROUP_SIZE_SIGMA, max(n, 1)))
+    sizes = 2 + np.floor(lognormal(rng, GROUP_SIZE_MEDIAN_EXTRA, GROUP_SIZE_SIGMA, max(n, 1)))
     segment = np.searchsorted(np.cumsum(sizes), np.arange(n), side="right")
     keys = np.empty(n, dtype=np.int64)
     keys[order] = segment * n_users + users[order]
@@ -546,7 +496,7 @@ def _recurring_groups(rng: np.random.Generator, users: np.ndarray, n_users: int)
 
 def _group_tag_frame(seed: int, jobs: _Jobs, tasks: _Tasks) -> pl.DataFrame:
     """Rows of pai_group_tag_table: one per inst_id for ~80 % of jobs, in job order."""
-    rng = _rng(seed, _STREAM_GROUPS)
+    rng = stream_rng(seed, _STREAM_GROUPS)
     n_jobs, n_users = len(jobs.user), len(jobs.user_names)
     tagged = np.flatnonzero(rng.random(n_jobs) < TAGGED_JOB_SHARE)
     users = jobs.user[tagged]
@@ -554,16 +504,16 @@ def _group_tag_frame(seed: int, jobs: _Jobs, tasks: _Tasks) -> pl.DataFrame:
     keys = np.arange(len(tagged), dtype=np.int64) + (n_jobs + 1) * n_users  # one-off groups
     keys[recurring] = _recurring_groups(rng, users[recurring], n_users)
     unique, group = np.unique(keys, return_inverse=True)
-    group_names = _hex_ids(rng, len(unique), 32)
+    group_names = hex_ids(rng, len(unique), 32)
     workload = np.where(rng.random(len(unique)) < WORKLOAD_SHARE,
                         rng.choice(len(WORKLOADS), size=len(unique), p=WORKLOAD_WEIGHTS), -1)
     spec = _gpu_type_specs(rng, tasks, n_jobs)[tagged]
     return pl.DataFrame([
         jobs.inst_id.gather(tagged).alias("inst_id"),
         jobs.user_names.gather(users).alias("user"),
-        _gather(_GPU_TYPE_SERIES, spec, "gpu_type_spec"),
+        gather_names(_GPU_TYPE_SERIES, spec, "gpu_type_spec"),
         group_names.gather(group).alias("group"),
-        _gather(pl.Series(list(WORKLOADS)), workload[group], "workload"),
+        gather_names(pl.Series(list(WORKLOADS)), workload[group], "workload"),
     ])
 
 
@@ -615,7 +565,7 @@ def _instance_times(rng: np.random.Generator, tasks: _Tasks, task: np.ndarray,
     """Instance start/end, s: the first instance spans the task, others start a bit later."""
     n = len(task)
     later = position > 0
-    start = tasks.first_start[task] + np.where(later, np.floor(_lognormal(rng, 2.0, 1.0, n)), 0.0)
+    start = tasks.first_start[task] + np.where(later, np.floor(lognormal(rng, 2.0, 1.0, n)), 0.0)
     task_end = tasks.end[task]
     start = np.where(np.isnan(task_end), start, np.minimum(start, task_end))
     shorten = np.where(later, np.floor(rng.random(n) * 0.2 * (task_end - start)), 0.0)
@@ -646,7 +596,7 @@ def _add_retries(rng: np.random.Generator, chunk: _InstanceChunk, machines: _Mac
     span = np.where(finished, end - first_start, 0.0)
     attempt_end = first_start + np.where(
         finished, np.floor(rng.uniform(0.05, 0.5, len(picked)) * span),
-        np.floor(_lognormal(rng, 60.0, 1.0, len(picked))))
+        np.floor(lognormal(rng, 60.0, 1.0, len(picked))))
     restart = attempt_end + rng.integers(1, 30, len(picked))
     new_start = chunk.start.copy()
     new_start[picked] = np.where(finished, np.minimum(restart, end), restart)
@@ -677,12 +627,12 @@ def _task_range(index: int, n_tasks: int) -> tuple[int, int]:
 
 def _build_instances(seed: int, index: int, tasks: _Tasks, machines: _Machines) -> _InstanceChunk:
     """Instance rows of the tasks of chunk `index` (own random stream)."""
-    rng = _rng(seed, _STREAM_INSTANCES, index)
+    rng = stream_rng(seed, _STREAM_INSTANCES, index)
     lo, hi = _task_range(index, len(tasks))
     counts = tasks.inst_num[lo:hi]
     task = np.repeat(np.arange(lo, hi), counts)
     n = len(task)
-    position = _position_in_group(counts)
+    position = position_in_group(counts)
     status = _instance_status(rng, tasks.status[task], position)
     start, end = _instance_times(rng, tasks, task, position, status)
     gpu_type = tasks.gpu_type[task]
@@ -691,7 +641,7 @@ def _build_instances(seed: int, index: int, tasks: _Tasks, machines: _Machines) 
     machine[unplaced] = -1
     chunk = _InstanceChunk(task=task, status=status, start=start, end=end,
                            zero_missing=rng.random(n) < 0.5, machine=machine,
-                           inst_name=_hex_ids(rng, n, 60), worker_name=_hex_ids(rng, n, 60),
+                           inst_name=hex_ids(rng, n, 60), worker_name=hex_ids(rng, n, 60),
                            observed=rng.random(n))
     return _add_retries(rng, chunk, machines, gpu_type)
 
@@ -709,7 +659,7 @@ def _instance_frame(chunk: _InstanceChunk, jobs: _Jobs, tasks: _Tasks,
         _STATUS_NAMES.gather(chunk.status).alias("status"),
         _time_series("start_time", chunk.start, chunk.zero_missing),
         _time_series("end_time", chunk.end, chunk.zero_missing),
-        _gather(machines.name, chunk.machine, "machine"),
+        gather_names(machines.name, chunk.machine, "machine"),
     ])
 
 
@@ -722,7 +672,7 @@ def _gpu_memory_gb(gpu_type: np.ndarray) -> np.ndarray:
 def _gpu_util_fractions(rng: np.random.Generator, n: int) -> np.ndarray:
     """GPU utilisation per task as a fraction of its plan_gpu: mostly idle, some busy, few over."""
     kind = rng.random(n)
-    idle = np.minimum(_lognormal(rng, GPU_UTIL_IDLE_MEDIAN, GPU_UTIL_IDLE_SIGMA, n), 0.95)
+    idle = np.minimum(lognormal(rng, GPU_UTIL_IDLE_MEDIAN, GPU_UTIL_IDLE_SIGMA, n), 0.95)
     busy = rng.beta(*GPU_UTIL_BUSY_BETA, n) * 0.99
     over = rng.uniform(*GPU_UTIL_OVER_RANGE, n)
     return np.where(kind < GPU_UTIL_OVER_SHARE, over,
@@ -734,17 +684,17 @@ def _sensor_values(rng: np.random.Generator, plan_cpu: np.ndarray, plan_mem: np.
                    gpu_type: np.ndarray) -> dict[str, np.ndarray]:
     """Per-instance usage: cpu % core, GPU util % GPU, memory GB, network bytes and counts."""
     n = len(plan_cpu)
-    cpu_usage = np.round(plan_cpu * _lognormal(rng, 0.35, 0.9, n), 2)
-    jittered = util_fraction * _lognormal(rng, 1.0, 0.2, n)
+    cpu_usage = np.round(plan_cpu * lognormal(rng, 0.35, 0.9, n), 2)
+    jittered = util_fraction * lognormal(rng, 1.0, 0.2, n)
     gpu_util = np.round(plan_gpu * np.where(util_fraction < 1.0, np.minimum(jittered, 0.99), jittered), 2)
-    avg_mem = np.round(plan_mem * np.minimum(_lognormal(rng, 0.25, 0.9, n), 3.0), 6)
-    max_mem = np.round(avg_mem * (1.0 + _lognormal(rng, 0.3, 0.8, n)), 6)
+    avg_mem = np.round(plan_mem * np.minimum(lognormal(rng, 0.25, 0.9, n), 3.0), 6)
+    max_mem = np.round(avg_mem * (1.0 + lognormal(rng, 0.3, 0.8, n)), 6)
     device_gb = _gpu_memory_gb(gpu_type) * np.maximum(1.0, np.ceil(plan_gpu / 100.0))
     peak = device_gb * rng.beta(1.2, 3.0, n)
     overflow = rng.random(n) < GPU_MEM_OVERFLOW_SHARE
     peak[overflow] = device_gb[overflow] * rng.uniform(1.0, 1.4, int(overflow.sum()))
-    read = np.round(_lognormal(rng, 2e8, 2.3, n))
-    write = np.round(_lognormal(rng, 5e7, 2.5, n))
+    read = np.round(lognormal(rng, 2e8, 2.3, n))
+    write = np.round(lognormal(rng, 5e7, 2.5, n))
     return {
         "cpu_usage": cpu_usage,
         "gpu_wrk_util": gpu_util,
@@ -754,15 +704,15 @@ def _sensor_values(rng: np.random.Generator, plan_cpu: np.ndarray, plan_mem: np.
         "max_gpu_wrk_mem": np.round(peak, 6),
         "read": np.minimum(read, 1e15),
         "write": np.minimum(write, 1e15),
-        "read_count": np.maximum(1.0, np.round(read / _lognormal(rng, 65536, 1.0, n))),
-        "write_count": np.maximum(1.0, np.round(write / _lognormal(rng, 65536, 1.0, n))),
+        "read_count": np.maximum(1.0, np.round(read / lognormal(rng, 65536, 1.0, n))),
+        "write_count": np.maximum(1.0, np.round(write / lognormal(rng, 65536, 1.0, n))),
     }
 
 
 def _sensor_frame(seed: int, index: int, chunk: _InstanceChunk, jobs: _Jobs, tasks: _Tasks,
                   machines: _Machines) -> pl.DataFrame:
     """Rows of pai_sensor_table for one chunk: one per observed, placed, started worker."""
-    rng = _rng(seed, _STREAM_SENSORS, index)
+    rng = stream_rng(seed, _STREAM_SENSORS, index)
     lo, hi = _task_range(index, len(tasks))
     util_fraction = _gpu_util_fractions(rng, hi - lo)
     rows = np.flatnonzero((chunk.observed < SENSOR_SHARE) & (chunk.machine >= 0)
@@ -782,36 +732,36 @@ def _sensor_frame(seed: int, index: int, chunk: _InstanceChunk, jobs: _Jobs, tas
         chunk.worker_name.gather(rows).alias("worker_name"),
         jobs.inst_id.gather(job).alias("inst_id"),
         machines.name.gather(machine).alias("machine"),
-        _gather(device_names, device, "gpu_name"),
-        *[_float_series(name, column) for name, column in values.items()],
+        gather_names(device_names, device, "gpu_name"),
+        *[float_series(name, column) for name, column in values.items()],
     ])
 
 
 def _metric_frame(seed: int, index: int, chunk: _InstanceChunk, machines: _Machines) -> pl.DataFrame:
     """Rows of pai_machine_metric for one chunk: per finished observed worker, integer times."""
-    rng = _rng(seed, _STREAM_METRICS, index)
+    rng = stream_rng(seed, _STREAM_METRICS, index)
     rows = np.flatnonzero((chunk.observed < METRIC_SHARE) & (chunk.machine >= 0)
                           & ~np.isnan(chunk.start) & ~np.isnan(chunk.end))
     n = len(rows)
     machine = chunk.machine[rows]
-    iowait = np.round(_lognormal(rng, 0.15, 1.2, n), 4)
-    kernel = np.round(_lognormal(rng, 3.0, 0.7, n), 4)
-    usr = np.round(np.minimum(_lognormal(rng, 18.0, 0.8, n), 95.0), 4)
-    gpu = np.round(np.minimum(_lognormal(rng, 20.0, 1.1, n), 110.0), 4)
+    iowait = np.round(lognormal(rng, 0.15, 1.2, n), 4)
+    kernel = np.round(lognormal(rng, 3.0, 0.7, n), 4)
+    usr = np.round(np.minimum(lognormal(rng, 18.0, 0.8, n), 95.0), 4)
+    gpu = np.round(np.minimum(lognormal(rng, 20.0, 1.1, n), 110.0), 4)
     gpu[machines.cap_gpu[machine] == 0] = np.nan
     return pl.DataFrame([
         chunk.worker_name.gather(rows).alias("worker_name"),
         machines.name.gather(machine).alias("machine"),
         pl.Series("start_time", chunk.start[rows].astype(np.int64), dtype=pl.Int64),
         pl.Series("end_time", chunk.end[rows].astype(np.int64), dtype=pl.Int64),
-        _float_series("machine_cpu_iowait", iowait),
-        _float_series("machine_cpu_kernel", kernel),
-        _float_series("machine_cpu_usr", usr),
-        _float_series("machine_gpu", gpu),
-        _float_series("machine_load_1", np.round(_lognormal(rng, 25.0, 0.7, n), 4)),
-        _float_series("machine_net_receive", np.round(_lognormal(rng, 5e6, 1.5, n), 2)),
-        _float_series("machine_num_worker", np.round(1.0 + _lognormal(rng, 3.0, 0.8, n), 4)),
-        _float_series("machine_cpu", np.round(iowait + kernel + usr, 4)),
+        float_series("machine_cpu_iowait", iowait),
+        float_series("machine_cpu_kernel", kernel),
+        float_series("machine_cpu_usr", usr),
+        float_series("machine_gpu", gpu),
+        float_series("machine_load_1", np.round(lognormal(rng, 25.0, 0.7, n), 4)),
+        float_series("machine_net_receive", np.round(lognormal(rng, 5e6, 1.5, n), 2)),
+        float_series("machine_num_worker", np.round(1.0 + lognormal(rng, 3.0, 0.8, n), 4)),
+        float_series("machine_cpu", np.round(iowait + kernel + usr, 4)),
     ])
 
 
@@ -828,70 +778,11 @@ def _write_csv(frame: pl.DataFrame, handle: BinaryIO, table: str) -> int:
     return ordered.height
 
 
-def _tar_header(member: str, size: int) -> bytes:
-    """A GNU tar header for one regular file with fixed metadata."""
-    info = tarfile.TarInfo(member)
-    info.size = size
-    info.mtime = TAR_MTIME
-    info.mode = TAR_MODE
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    info.type = tarfile.REGTYPE
-    return info.tobuf(tarfile.GNU_FORMAT)
-
-
-class _GzipStream:
-    """A single gzip member written like `gzip -n`: no file name, mtime 0, OS byte Unix (3)."""
-
-    def __init__(self, raw: BinaryIO, level: int):
-        self.raw = raw
-        self.crc = 0
-        self.size = 0
-        self.deflate = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
-        extra_flags = {1: 4, 9: 2}.get(level, 0)
-        raw.write(b"\x1f\x8b\x08\x00" + struct.pack("<I", 0) + bytes([extra_flags, 3]))
-
-    def write(self, data: bytes) -> None:
-        """Compress `data` (zlib releases the GIL on large blocks)."""
-        self.crc = zlib.crc32(data, self.crc)
-        self.size += len(data)
-        self.raw.write(self.deflate.compress(data))
-
-    def close(self) -> None:
-        """Flush the deflate stream and write the CRC-32 / size trailer."""
-        self.raw.write(self.deflate.flush())
-        self.raw.write(struct.pack("<II", self.crc, self.size & 0xFFFFFFFF))
-
-
-def _temp_path(out_dir: Path, name: str) -> Path:
-    """A fresh hidden temp file in `out_dir` (same file system, so os.replace is atomic)."""
-    handle, path = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".tmp")
-    os.close(handle)
-    return Path(path)
-
-
 def _pack(csv_path: Path, member: str, archive: Path) -> None:
-    """Write `csv_path` as the only member `member` of gzip'd tar `archive`, atomically.
-
-    tar: GNU format like the official files, padded to 10,240-byte records; the CSV is removed.
-    """
-    size = csv_path.stat().st_size
-    temp = _temp_path(archive.parent, archive.name)
+    """Write `csv_path` as the only member `member` of gzip'd tar `archive`; the CSV is removed."""
     try:
-        with open(temp, "wb") as raw, open(csv_path, "rb") as source:
-            gz = _GzipStream(raw, GZIP_LEVEL)
-            gz.write(_tar_header(member, size))
-            while block := source.read(COPY_BLOCK):
-                gz.write(block)
-            data_end = tarfile.BLOCKSIZE + size + (-size) % tarfile.BLOCKSIZE
-            archive_end = data_end + 2 * tarfile.BLOCKSIZE
-            archive_end += (-archive_end) % tarfile.RECORDSIZE
-            gz.write(b"\0" * (archive_end - tarfile.BLOCKSIZE - size))
-            gz.close()
-        os.chmod(temp, ARCHIVE_FILE_MODE)
-        os.replace(temp, archive)
+        pack_tar_gz([(csv_path, member)], archive, TAR_MTIME, GZIP_LEVEL)
     finally:
-        temp.unlink(missing_ok=True)
         csv_path.unlink(missing_ok=True)
 
 
@@ -908,7 +799,7 @@ class _Packer:
 
     def csv_path(self, table: str) -> Path:
         """A temp CSV path in out_dir for `table`, removed on success or failure."""
-        path = _temp_path(self.out_dir, f"{table}.csv")
+        path = temp_path_in(self.out_dir, f"{table}.csv")
         self.temps.append(path)
         return path
 
