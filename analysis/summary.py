@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from ddlx.analysis.definitions import definitions_used
+from ddlx.datasets.canonical import jobs_table_name
 from ddlx.datasets import catalog
 from ddlx.errors import CatalogError
 
@@ -72,7 +73,7 @@ def _one_row(home: Path, sql: str) -> dict[str, Any]:
 def summarize(home: Path, trace: str) -> TraceSummary:
     """Jobs, GPU jobs, state and GPU-request mixes, queueing and run-time quantiles of `trace`."""
     registration = catalog.read_registrations(home).get(trace)
-    if registration is None or f"{trace}_jobs" not in registration.tables:
+    if registration is None or jobs_table_name(trace) not in registration.tables:
         raise CatalogError(
             f"no jobs of trace '{trace}' in {home}; ingest its job, task and instance tables first"
         )
@@ -125,8 +126,10 @@ def summarize(home: Path, trace: str) -> TraceSummary:
         "store_version": registration.version,
         "ingested_at": registration.ingested_at,
         "ddlx_version_at_ingest": registration.ddlx_version,
-        "source_files": {t: {k: v for k, v in entry.items() if k in ("path", "sha256", "matches_official_release")}
-                         for t, entry in registration.manifest.get("inputs", {}).items()},
+        "source_files": {
+            t: [{k: f.get(k) for k in ("path", "member", "sha256", "matches_official_release")}
+                for f in entry.get("files", [])]
+            for t, entry in registration.manifest.get("inputs", {}).items()},
         "synthetic_details": registration.manifest.get("synthetic_details"),
     }
     return TraceSummary(trace, registration.synthetic, provenance, metrics,

@@ -55,6 +55,11 @@ JOB_COLUMNS: tuple[CanonicalColumn, ...] = (
 JOB_COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in JOB_COLUMNS)
 
 
+def jobs_table_name(trace: str) -> str:
+    """The stored table of a trace's canonical job rows: `<trace>_jobs`, `-` read as `_`."""
+    return f"{trace.replace('-', '_')}_jobs"
+
+
 def empty_jobs_sql() -> str:
     """A typed, empty SELECT with the canonical columns (for a catalog with no jobs yet)."""
     casts = ", ".join(f'CAST(NULL AS {c.sql_type}) AS "{c.name}"' for c in JOB_COLUMNS)

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from ddlx.datasets.canonical import conform_jobs_sql, empty_jobs_sql
+from ddlx.datasets.canonical import conform_jobs_sql, empty_jobs_sql, jobs_table_name
 from ddlx.datasets.csvload import sql_string
 from ddlx.errors import CatalogError
 
@@ -99,8 +99,8 @@ def write_catalog(home: Path, registrations: dict[str, Registration]) -> Path:
                         f'CREATE VIEW "{table}" AS SELECT * FROM '
                         f"read_parquet({sql_string(str(reg.parquet_path(table)))})"
                     )
-                if f"{reg.trace}_jobs" in reg.tables:
-                    job_sources.append(conform_jobs_sql(f'"{reg.trace}_jobs"'))
+                if jobs_table_name(reg.trace) in reg.tables:
+                    job_sources.append(conform_jobs_sql(f'"{jobs_table_name(reg.trace)}"'))
             jobs_sql = " UNION ALL ".join(job_sources) if job_sources else empty_jobs_sql()
             con.execute(f"CREATE VIEW jobs AS {jobs_sql}")
         finally:

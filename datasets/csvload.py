@@ -8,6 +8,7 @@ one `InputError` naming the file, the line, the field and what was expected.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,11 +39,16 @@ def columns_struct(columns: dict[str, str]) -> str:
     return "{" + ", ".join(f"{sql_string(name)}: {sql_string(t)}" for name, t in columns.items()) + "}"
 
 
-def read_csv_sql(csv_path: Path, columns: dict[str, str]) -> str:
-    """A read_csv table function call that keeps going past bad rows and stores them as rejects."""
+def read_csv_sql(csv_path: Path, columns: dict[str, str], header: bool = False,
+                 delimiter: str = ",") -> str:
+    """A read_csv table function call that keeps going past bad rows and stores them as rejects.
+
+    With `header`, the first line is skipped (line numbers in rejects still count it).
+    """
     return (
-        f"read_csv({sql_string(str(csv_path))}, columns={columns_struct(columns)}, header=false, "
-        "auto_detect=false, delim=',', quote='\"', escape='\"', new_line='\\n', "
+        f"read_csv({sql_string(str(csv_path))}, columns={columns_struct(columns)}, "
+        f"header={str(header).lower()}, auto_detect=false, delim={sql_string(delimiter)}, "
+        "quote='\"', escape='\"', new_line='\\n', "
         "store_rejects=true, ignore_errors=true, rejects_table='ddlx_rejects', "
         "rejects_scan='ddlx_reject_scans')"
     )
@@ -60,16 +66,16 @@ def _expected(sql_type: str) -> str:
 
 
 def describe_reject(display: str, columns: dict[str, str], line: int, column: str | None,
-                    error_type: str, csv_line: str, message: str) -> InputError:
+                    error_type: str, csv_line: str, message: str, delimiter: str = ",") -> InputError:
     """Turn one DuckDB reject row into an `InputError` a user can act on."""
     names = list(columns)
     if "\ufffd" in (csv_line or "") or "unicode" in (message or "").lower():
         return InputError(display, "not valid UTF-8 text", line=line, field=column)
     if error_type in ("MISSING COLUMNS", "TOO MANY COLUMNS"):
-        found = (csv_line or "").count(",") + 1
+        found = (csv_line or "").count(delimiter) + 1
         return InputError(
             display,
-            f"found {found} fields; expected {len(names)} ({','.join(names)})",
+            f"found {found} fields; expected {len(names)} ({delimiter.join(names)})",
             line=line,
         )
     if error_type == "CAST" and column in columns:
@@ -83,22 +89,43 @@ def describe_reject(display: str, columns: dict[str, str], line: int, column: st
     return InputError(display, f"unreadable row ({first})", line=line, field=column)
 
 
+def read_header(csv_path: Path, display: str, delimiter: str = ",") -> list[str]:
+    """The column names on the first line of `csv_path`, stripped of spaces."""
+    with open(csv_path, "rb") as handle:
+        first = handle.readline(1 << 20)
+    try:
+        text = first.decode("utf-8-sig").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise InputError(display, "not valid UTF-8 text", line=1) from None
+    return [name.strip() for name in text.split(delimiter)]
+
+
+def check_header(csv_path: Path, display: str, expected: Sequence[str], delimiter: str = ",") -> None:
+    """`InputError` unless the first line of `csv_path` names exactly the `expected` columns."""
+    found = read_header(csv_path, display, delimiter)
+    if found != list(expected):
+        raise InputError(display, f"header is {delimiter.join(found)!r}; expected "
+                         f"{delimiter.join(expected)!r}", line=1)
+
+
 def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display: str,
                         columns: dict[str, str], select_sql: str, out_path: Path,
-                        max_rejected_rows: int = 0) -> LoadResult:
+                        max_rejected_rows: int = 0, header: bool = False,
+                        delimiter: str = ",") -> LoadResult:
     """Read `csv_path` with `columns`, apply `select_sql` (which reads FROM `src`), write zstd Parquet.
 
     `display` is the name used in messages (e.g. `pai_job_table.tar.gz:pai_job_table.csv`).
+    With `header`, the first line must be there and is skipped (callers check its names).
     Raises `InputError` for an empty file or when more than `max_rejected_rows` rows are bad;
     the Parquet file is then removed.
     """
     if csv_path.stat().st_size == 0:
+        kind = "a header line and CSV rows" if header else "headerless CSV rows"
         raise InputError(
-            display, f"file is empty; expected headerless CSV rows of {len(columns)} fields "
-            f"({','.join(columns)})"
+            display, f"file is empty; expected {kind} of {len(columns)} fields ({','.join(columns)})"
         )
     con.execute("DROP TABLE IF EXISTS ddlx_rejects; DROP TABLE IF EXISTS ddlx_reject_scans")
-    query = select_sql.replace("{src}", read_csv_sql(csv_path, columns))
+    query = select_sql.replace("{src}", read_csv_sql(csv_path, columns, header, delimiter))
     try:
         rows = con.execute(
             f"COPY ({query}) TO {sql_string(str(out_path))} "
@@ -116,7 +143,7 @@ def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display:
     result = LoadResult(rows=int(rows), rejected=len(rejected_lines))
     if not reject_rows:
         return result
-    errors = [describe_reject(display, columns, *r) for r in reject_rows]
+    errors = [describe_reject(display, columns, *r, delimiter=delimiter) for r in reject_rows]
     if result.rejected > max_rejected_rows:
         out_path.unlink(missing_ok=True)
         error = errors[0]

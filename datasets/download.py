@@ -338,6 +338,9 @@ def download_release(trace: TraceInfo, dest_dir: Path, *, tables: Sequence[str] 
     registry's size and SHA-256. `base_url` (e.g. a mirror) replaces the part of each official
     URL before the file name. Unknown table names raise `UnknownDatasetError` before anything is
     downloaded. Returns the paths in order.
+
+    For a file whose owners publish no checksum, the sha256 of the first download is recorded
+    beside it (`<file>.sha256`) and later downloads must match it.
     """
     if tables is None:
         files = list(trace.files)
@@ -352,7 +355,36 @@ def download_release(trace: TraceInfo, dest_dir: Path, *, tables: Sequence[str] 
     paths = []
     for release_file in files:
         url = release_file.url if base_url is None else _mirror_url(release_file.url, base_url)
-        paths.append(download_file(url, dest_dir / release_file.filename,
-                                   sha256=release_file.sha256, size_bytes=release_file.size_bytes,
+        dest = dest_dir / release_file.filename
+        expected = release_file.sha256 or read_first_seen(dest)
+        paths.append(download_file(url, dest, sha256=expected, size_bytes=release_file.size_bytes,
                                    progress=progress))
+        if expected is None:
+            record_first_seen(dest)
     return paths
+
+
+def first_seen_path(dest: Path) -> Path:
+    """Where the sha256 of the first download of `dest` is kept: `<dest>.sha256`."""
+    return dest.with_name(dest.name + ".sha256")
+
+
+def read_first_seen(dest: Path) -> str | None:
+    """The sha256 recorded at the first download of `dest`, if any."""
+    try:
+        return first_seen_path(dest).read_text().split()[0].lower()
+    except (OSError, IndexError):
+        return None
+
+
+def record_first_seen(dest: Path) -> str:
+    """Record the sha256 of `dest` (sha256sum format) for a file whose owners publish no checksum.
+
+    Later downloads must match it; `ddlx datasets info` shows it next to the ingested file.
+    """
+    digest = hash_file(dest).hexdigest()
+    record = first_seen_path(dest)
+    tmp = record.with_name(record.name + ".tmp")
+    tmp.write_text(f"{digest}  {dest.name}\n")
+    os.replace(tmp, record)
+    return digest

@@ -1,4 +1,7 @@
-"""Ingest: official trace files -> typed zstd Parquet in a new store version -> catalog swap.
+"""Ingest: a trace's files -> typed zstd Parquet in a new store version -> catalog swap.
+
+The trace's adapter (`ddlx.datasets.adapter`) says where the rows are and how to read them;
+this module does the rest the same way for every trace.
 
 Guarantees:
 - atomic: tables are written into a staging folder; only when every table, the canonical jobs
@@ -27,16 +30,17 @@ from typing import Any
 import duckdb
 
 from ddlx import __version__
-from ddlx.datasets import catalog, pai
-from ddlx.datasets.archives import extract_member, sha256_file
-from ddlx.datasets.csvload import load_csv_to_parquet, sql_string
+from ddlx.datasets import catalog
+from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, require_folder_or_archive
+from ddlx.datasets.archives import extract_members, sha256_file
+from ddlx.datasets.csvload import sql_string
+from ddlx.datasets.download import read_first_seen
 from ddlx.datasets.home import store_dir
-from ddlx.datasets.registry import TraceInfo, get_trace
-from ddlx.datasets.validation import run_checks
-from ddlx.errors import InputError
+from ddlx.datasets.validation import run_checks, run_figures
+from ddlx.errors import UnknownDatasetError
 
-#: Bump when the stored tables change shape, so unchanged inputs are ingested again.
-INGEST_FORMAT = 1
+#: Bump when the stored tables or the manifest change shape, so unchanged inputs are ingested again.
+INGEST_FORMAT = 2
 
 #: Marker file that ddlx's generator writes beside synthetic release files.
 SYNTHETIC_MARKER = "SYNTHETIC.json"
@@ -55,39 +59,29 @@ class IngestResult:
     synthetic: bool
 
 
-def locate_inputs(trace: TraceInfo, source: Path, tables: Sequence[str]) -> dict[str, Path]:
-    """Find each table's file in `source`: the extracted `<table>.csv`, else the official archive."""
-    if not source.is_dir():
-        raise InputError(str(source), "not a folder; expected the folder holding the release files")
-    found: dict[str, Path] = {}
-    missing = []
-    for table in tables:
-        release_file = trace.file_for(table)
-        candidates = [source / (release_file.member or ""), source / release_file.filename]
-        path = next((c for c in candidates if c.is_file()), None)
-        if path is None:
-            missing.append(f"{release_file.member} or {release_file.filename}")
-        else:
-            found[table] = path
-    if missing:
-        raise InputError(str(source), "missing table files: " + "; ".join(missing))
-    return found
-
-
 def _fingerprint(path: Path) -> dict[str, Any]:
     stat = path.stat()
     return {"path": str(path.resolve()), "size_bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
-def _is_up_to_date(previous: catalog.Registration, inputs: dict[str, Path]) -> bool:
-    if previous.manifest.get("ingest_format") != INGEST_FORMAT:
+def _file_key(entry: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(entry.get(k) for k in ("path", "member", "size_bytes", "mtime_ns"))
+
+
+def _is_up_to_date(previous: catalog.Registration, adapter: TraceAdapter,
+                   parts: dict[str, list[SourcePart]]) -> bool:
+    manifest = previous.manifest
+    if manifest.get("ingest_format") != INGEST_FORMAT:
         return False
-    recorded = previous.manifest.get("inputs", {})
-    for table, path in inputs.items():
+    if manifest.get("adapter_options", {}) != json.loads(json.dumps(adapter.options)):
+        return False
+    recorded = manifest.get("inputs", {})
+    for table, table_parts in parts.items():
         old = recorded.get(table)
         if old is None or not previous.parquet_path(table).exists():
             return False
-        if {k: old.get(k) for k in ("path", "size_bytes", "mtime_ns")} != _fingerprint(path):
+        now = [_file_key({**_fingerprint(p.path), "member": p.member}) for p in table_parts]
+        if [_file_key(f) for f in old.get("files", [])] != now:
             return False
     return True
 
@@ -118,105 +112,136 @@ def _connect(workdir: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-@dataclass
-class _PreparedInput:
-    """A table's input on its way to DuckDB: the CSV to read and the sha256 being computed."""
+class _Inputs:
+    """Makes the parts of every table readable on a background thread, in table order.
 
-    table: str
-    csv_path: Path
-    display: str
-    entry: dict[str, Any]
-    sha256: Future[str]
-    extracted: bool
+    Each archive is read once, extracting all the members wanted from it into `tmp`; plain files
+    are read in place. Every input file is hashed (sha256) on the same thread, so this work
+    overlaps DuckDB loading the tables that are ready.
+    """
+
+    def __init__(self, parts: dict[str, list[SourcePart]], tmp: Path, pool: ThreadPoolExecutor):
+        self.parts = parts
+        self.local: dict[tuple[Path, str | None], Future[Path]] = {}
+        self.sha256: dict[Path, Future[str]] = {}
+        for table_parts in parts.values():
+            for part in table_parts:
+                if part.path in self.sha256:
+                    continue
+                if part.member is None:
+                    done: Future[Path] = Future()
+                    done.set_result(part.path)
+                    self.local[(part.path, None)] = done
+                    self.sha256[part.path] = pool.submit(sha256_file, part.path)
+                else:
+                    self._schedule_archive(part.path, tmp, pool)
+
+    def _schedule_archive(self, archive: Path, tmp: Path, pool: ThreadPoolExecutor) -> None:
+        members = list(dict.fromkeys(p.member for ps in self.parts.values() for p in ps
+                                     if p.path == archive and p.member is not None))
+        dests = {m: tmp / f"{len(self.local) + i}-{Path(m).name}" for i, m in enumerate(members)}
+        futures: dict[str, Future[Path]] = {m: Future() for m in members}
+        for member, future in futures.items():
+            self.local[(archive, member)] = future
+
+        def extract() -> str:
+            try:
+                return extract_members(archive, dests,
+                                       lambda member: futures[member].set_result(dests[member]))
+            except BaseException as exc:
+                for future in futures.values():
+                    if not future.done():
+                        future.set_exception(exc)
+                raise
+
+        self.sha256[archive] = pool.submit(extract)
+
+    def ready(self, table: str) -> list[LocalPart]:
+        """The parts of `table`, waiting until each is extracted (raises the extraction's error)."""
+        return [LocalPart(p, self.local[(p.path, p.member)].result()) for p in self.parts[table]]
+
+    def release(self, table: str) -> None:
+        """Remove the extracted copies of `table`'s members."""
+        for part in self.parts[table]:
+            if part.member is not None:
+                self.local[(part.path, part.member)].result().unlink(missing_ok=True)
+
+    def file_entries(self, table: str) -> list[dict[str, Any]]:
+        """Manifest entries of `table`'s input files, with their sha256 (waits for the hashing)."""
+        entries = []
+        for part in self.parts[table]:
+            sha = self.sha256[part.path].result()
+            first_seen = read_first_seen(part.path)
+            entries.append({
+                **_fingerprint(part.path), "member": part.member, "labels": dict(part.labels),
+                "sha256": sha, "official_sha256": part.official_sha256,
+                "matches_official_release": (sha == part.official_sha256) if part.official_sha256 else None,
+                "first_seen_sha256": first_seen,
+                "matches_first_seen": (sha == first_seen) if first_seen else None,
+            })
+        return entries
 
 
-def _prepare(trace: TraceInfo, table: str, source: Path, staging: Path,
-             pool: ThreadPoolExecutor) -> _PreparedInput:
-    """Start, on the background `pool`, extracting the table's CSV from its archive or hashing the
-    plain CSV, so that this work overlaps DuckDB loading the previous table."""
-    release_file = trace.file_for(table)
-    entry = _fingerprint(source)
-    if source.name.endswith((".tar.gz", ".tgz")):
-        member = release_file.member or f"{table}.csv"
-        csv_path = staging / "tmp" / member
-        entry["official_sha256"] = release_file.sha256
-        future = pool.submit(extract_member, source, member, csv_path)
-        return _PreparedInput(table, csv_path, f"{source}:{member}", entry, future, extracted=True)
-    entry["official_sha256"] = release_file.member_sha256
-    return _PreparedInput(table, source, str(source), entry, pool.submit(sha256_file, source),
-                          extracted=False)
-
-
-def _load_prepared(con: duckdb.DuckDBPyConnection, prepared: _PreparedInput, staging: Path,
-                   max_rejected_rows: int) -> dict[str, Any]:
-    """Load one prepared input into `<table>.parquet`; return its manifest entry."""
-    entry = prepared.entry
-    if prepared.extracted:
-        prepared.sha256.result()  # the CSV must be fully extracted before DuckDB reads it
-    try:
-        result = load_csv_to_parquet(
-            con, prepared.csv_path, prepared.display, pai.read_columns(prepared.table),
-            pai.select_sql(prepared.table), staging / f"{prepared.table}.parquet", max_rejected_rows,
-        )
-        entry["sha256"] = prepared.sha256.result()
-    finally:
-        if prepared.extracted:
-            prepared.csv_path.unlink(missing_ok=True)
-    entry["matches_official_release"] = (
-        entry["sha256"] == entry["official_sha256"] if entry["official_sha256"] else None
-    )
-    entry.update(rows=result.rows, rejected_rows=result.rejected,
-                 rejected_reasons=result.reasons, rejected_examples=result.examples)
-    return entry
-
-
-def _run_checks(con: duckdb.DuckDBPyConnection, staging: Path, present: list[str],
-                rows: dict[str, int]) -> list[dict[str, Any]]:
+def _run_checks(con: duckdb.DuckDBPyConnection, adapter: TraceAdapter, staging: Path,
+                present: list[str], rows: dict[str, int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     for table in present:
         path = sql_string(str(staging / f"{table}.parquet"))
         con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet({path})')
-    return run_checks(con, pai.validation_checks(set(present)), rows)
+    checks = run_checks(con, adapter.validation_checks(set(present)), rows)
+    figures = run_figures(con, adapter.figures(set(present)))
+    return checks, figures
 
 
 def ingest(trace_name: str, source: Path, home: Path, tables: Sequence[str] | None = None,
            max_rejected_rows: int = 0, progress: Progress | None = None) -> IngestResult:
-    """Ingest `tables` (default: all) of `trace_name` from the folder `source` into `home`.
+    """Ingest `tables` (default: all) of the registered trace `trace_name` from `source` into `home`.
 
-    Tables not named keep their previously ingested version. Raises `InputError` for bad input,
-    leaving the catalog unchanged.
+    `source` is the folder holding the release files (or one release archive). Tables not named
+    keep their previously ingested version. Raises `InputError` for bad input, leaving the
+    catalog unchanged.
     """
+    from ddlx.datasets.adapters import get_adapter
+
+    return ingest_with(get_adapter(trace_name), source, home, tables, max_rejected_rows, progress)
+
+
+def ingest_with(adapter: TraceAdapter, source: Path, home: Path, tables: Sequence[str] | None = None,
+                max_rejected_rows: int = 0, progress: Progress | None = None) -> IngestResult:
+    """Ingest with an adapter object (a registered trace's, or one built for `datasets import`)."""
     say = progress or (lambda message: None)
-    trace = get_trace(trace_name)
-    wanted = list(tables) if tables else trace.tables
-    for table in wanted:
-        trace.file_for(table)
+    wanted = list(dict.fromkeys(tables)) if tables else list(adapter.tables)
+    unknown = [t for t in wanted if t not in adapter.tables]
+    if unknown:
+        raise UnknownDatasetError(f"unknown table '{unknown[0]}' for trace '{adapter.name}'; "
+                                  f"expected one of: {', '.join(adapter.tables)}")
     source = Path(source)
-    inputs = locate_inputs(trace, source, wanted)
+    require_folder_or_archive(source)
+    parts = adapter.locate(source, wanted)
     with _ingest_lock(home):
         registrations = catalog.read_registrations(home)
-        previous = registrations.get(trace.name)
-        marker = _read_synthetic_marker(source)
+        previous = registrations.get(adapter.name)
+        marker = _read_synthetic_marker(source if source.is_dir() else source.parent)
         synthetic = marker is not None
-        if previous is not None and previous.synthetic == synthetic and _is_up_to_date(previous, inputs):
-            say(f"{trace.name}: inputs unchanged since the last ingest; nothing to do")
-            return IngestResult(trace.name, previous.store_dir,
-                                {t: previous.manifest["inputs"][t]["rows"] for t in inputs},
+        if previous is not None and previous.synthetic == synthetic and _is_up_to_date(previous, adapter, parts):
+            say(f"{adapter.name}: inputs unchanged since the last ingest; nothing to do")
+            return IngestResult(adapter.name, previous.store_dir,
+                                {t: previous.manifest["inputs"][t]["rows"] for t in parts},
                                 skipped=True, synthetic=previous.synthetic)
-        root = store_dir(home, trace.name)
+        root = store_dir(home, adapter.name)
         root.mkdir(parents=True, exist_ok=True)
         for leftover in root.glob(".staging-*"):
             shutil.rmtree(leftover, ignore_errors=True)
         staging = root / f".staging-{uuid.uuid4().hex[:12]}"
         (staging / "tmp").mkdir(parents=True)
         try:
-            return _ingest_into(trace, inputs, home, root, staging, previous, registrations,
+            return _ingest_into(adapter, parts, home, root, staging, previous, registrations,
                                 marker, max_rejected_rows, say)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _ingest_into(trace: TraceInfo, inputs: dict[str, Path], home: Path, root: Path, staging: Path,
-                 previous: catalog.Registration | None,
+def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home: Path, root: Path,
+                 staging: Path, previous: catalog.Registration | None,
                  registrations: dict[str, catalog.Registration], marker: dict[str, Any] | None,
                  max_rejected_rows: int, say: Progress) -> IngestResult:
     started = time.monotonic()
@@ -224,54 +249,60 @@ def _ingest_into(trace: TraceInfo, inputs: dict[str, Path], home: Path, root: Pa
     manifest_inputs: dict[str, Any] = {}
     rows: dict[str, int] = {}
     if previous is not None:
-        for table in previous.tables:
-            if table in inputs or table == f"{trace.name}_jobs":
+        for table, entry in previous.manifest.get("inputs", {}).items():
+            if table in parts or table not in adapter.tables:
                 continue
             _link_or_copy(previous.parquet_path(table), staging / f"{table}.parquet")
-            manifest_inputs[table] = previous.manifest["inputs"][table]
-            rows[table] = manifest_inputs[table]["rows"]
+            manifest_inputs[table] = entry
+            rows[table] = entry["rows"]
             # A table carried over from a synthetic ingest keeps the whole dataset synthetic.
             if previous.synthetic and not synthetic:
                 synthetic, synthetic_details = True, previous.manifest.get("synthetic_details")
     con = _connect(staging)
     pool = ThreadPoolExecutor(max_workers=1)
     try:
-        pending = list(inputs.items())
-        upcoming = _prepare(trace, *pending[0], staging, pool)
-        for index, (table, source) in enumerate(pending):
-            current = upcoming
-            if index + 1 < len(pending):
-                upcoming = _prepare(trace, *pending[index + 1], staging, pool)
-            say(f"{trace.name}: reading {source.name}")
-            manifest_inputs[table] = _load_prepared(con, current, staging, max_rejected_rows)
-            rows[table] = manifest_inputs[table]["rows"]
-        present = sorted(rows)
-        jobs_table = f"{trace.name}_jobs"
-        if all(t in rows for t in pai.JOBS_INPUTS):
-            say(f"{trace.name}: building canonical jobs")
-            paths = {t: staging / f"{t}.parquet" for t in present}
-            out = sql_string(str(staging / f"{jobs_table}.parquet"))
-            rows[jobs_table] = int(con.execute(
-                f"COPY ({pai.jobs_sql(paths)}) TO {out} (FORMAT parquet, COMPRESSION zstd)"
-            ).fetchall()[0][0])
-            present.append(jobs_table)
-        say(f"{trace.name}: validating")
-        checks = _run_checks(con, staging, present, rows)
+        inputs = _Inputs(parts, staging / "tmp", pool)
+        for table in parts:
+            say(f"{adapter.name}: reading " + ", ".join(sorted({p.path.name for p in parts[table]})))
+            try:
+                result = adapter.load_table(con, table, inputs.ready(table),
+                                            staging / f"{table}.parquet", max_rejected_rows)
+            finally:
+                inputs.release(table)
+            rows[table] = result.rows
+            manifest_inputs[table] = {
+                "rows": result.rows, "rejected_rows": result.rejected,
+                "rejected_reasons": result.reasons, "rejected_examples": result.examples,
+            }
+        for table in parts:
+            manifest_inputs[table]["files"] = inputs.file_entries(table)
+        present = [t for t in adapter.tables if t in rows]
+        for name, select in adapter.derived_tables(staging, set(present)).items():
+            say(f"{adapter.name}: building {name}")
+            out = sql_string(str(staging / f"{name}.parquet"))
+            rows[name] = int(con.execute(
+                f"COPY ({select}) TO {out} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0])
+            present.append(name)
+        say(f"{adapter.name}: validating")
+        checks, figures = _run_checks(con, adapter, staging, present, rows)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         con.close()
     version = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     manifest = {
-        "trace": trace.name,
+        "trace": adapter.name,
+        "title": adapter.title or (adapter.info.title if adapter.info else adapter.name),
         "version": version,
         "ingest_format": INGEST_FORMAT,
         "ddlx_version": __version__,
         "synthetic": synthetic,
         "synthetic_details": synthetic_details,
-        "source_tz": trace.source_tz,
+        "source_tz": adapter.source_tz,
+        "adapter_options": adapter.options,
         "inputs": manifest_inputs,
         "rows": rows,
         "validation": checks,
+        "figures": figures,
         "ingest_seconds": round(time.monotonic() - started, 3),
     }
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
@@ -280,18 +311,18 @@ def _ingest_into(trace: TraceInfo, inputs: dict[str, Path], home: Path, root: Pa
     final_dir = root / version
     os.replace(staging, final_dir)
     registration = catalog.Registration(
-        trace=trace.name, version=version, store_dir=final_dir, tables=present,
+        trace=adapter.name, version=version, store_dir=final_dir, tables=present,
         synthetic=synthetic, ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         ddlx_version=__version__, manifest=manifest,
     )
     try:
-        catalog.write_catalog(home, {**registrations, trace.name: registration})
+        catalog.write_catalog(home, {**registrations, adapter.name: registration})
     except BaseException:
         shutil.rmtree(final_dir, ignore_errors=True)
         raise
     if previous is not None and previous.store_dir != final_dir:
         shutil.rmtree(previous.store_dir, ignore_errors=True)
-    return IngestResult(trace.name, final_dir, rows, skipped=False, synthetic=synthetic)
+    return IngestResult(adapter.name, final_dir, rows, skipped=False, synthetic=synthetic)
 
 
 def _link_or_copy(source: Path, dest: Path) -> None:

@@ -23,10 +23,12 @@ How a job is rolled up from its tasks and instances (table `pai_jobs`, canonical
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ddlx.datasets import pai_schema as schema
-from ddlx.datasets.csvload import sql_string
+from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
+from ddlx.datasets.registry import PAI
 from ddlx.datasets.validation import Check
 
 TRACE = "pai"
@@ -86,17 +88,13 @@ def select_sql(table: str) -> str:
 JOBS_INPUTS: tuple[str, ...] = ("pai_job_table", "pai_task_table", "pai_instance_table")
 
 
-def _parquet(paths: dict[str, Path], table: str) -> str:
-    return f"read_parquet({sql_string(str(paths[table]))})"
-
-
-def jobs_sql(paths: dict[str, Path]) -> str:
+def jobs_sql(folder: Path, present: set[str]) -> str:
     """The canonical `pai_jobs` rows, from the stored job, task, instance (and group-tag) tables."""
     state_cases = " ".join(f"WHEN '{raw}' THEN '{state}'" for raw, state in STATE_MAP.items())
-    if "pai_group_tag_table" in paths:
+    if "pai_group_tag_table" in present:
         tags = (
             'SELECT inst_id, mode("group") AS job_group, mode(workload) AS workload '
-            f"FROM {_parquet(paths, 'pai_group_tag_table')} GROUP BY inst_id"
+            f"FROM {parquet_sql(folder, 'pai_group_tag_table')} GROUP BY inst_id"
         )
     else:
         tags = "SELECT NULL::VARCHAR AS inst_id, NULL::VARCHAR AS job_group, NULL::VARCHAR AS workload WHERE false"
@@ -110,12 +108,12 @@ WITH tasks AS (
            sum(task_mem_gb) AS mem_gb,
            arg_max(gpu_type, task_gpus) FILTER (WHERE gpu_type IS NOT NULL AND task_gpus > 0) AS gpu_type,
            bool_or(plan_gpu IS NOT NULL AND plan_gpu % 100 <> 0) AS fractional_gpu
-    FROM {_parquet(paths, 'pai_task_table')}
+    FROM {parquet_sql(folder, 'pai_task_table')}
     GROUP BY job_name
 ),
 instances AS (
     SELECT job_name, min(start_time) AS first_start
-    FROM {_parquet(paths, 'pai_instance_table')}
+    FROM {parquet_sql(folder, 'pai_instance_table')}
     GROUP BY job_name
 ),
 tags AS ({tags})
@@ -143,7 +141,7 @@ SELECT
     coalesce(t.fractional_gpu, false) AS fractional_gpu,
     CASE j.status {state_cases} END AS state,
     j.status AS raw_state
-FROM {_parquet(paths, 'pai_job_table')} AS j
+FROM {parquet_sql(folder, 'pai_job_table')} AS j
 LEFT JOIN tasks AS t USING (job_name)
 LEFT JOIN instances AS i USING (job_name)
 LEFT JOIN tags AS g ON g.inst_id = j.inst_id
@@ -197,3 +195,41 @@ def validation_checks(present: set[str]) -> list[Check]:
             Check("pai_jobs", "jobs without any task", "num_tasks = 0"),
         ]
     return checks
+
+
+class PaiAdapter(TraceAdapter):
+    """Each table is `<table>.tar.gz` holding a headerless `<table>.csv`, or that CSV extracted."""
+
+    def locate(self, source: Path, tables: Sequence[str]) -> dict[str, list[SourcePart]]:
+        found: dict[str, list[SourcePart]] = {}
+        missing = []
+        for table in tables:
+            release_file = PAI.file_for(table)
+            member = release_file.member or f"{table}.csv"
+            if source.is_file():
+                path = source if source.name == release_file.filename else None
+            else:
+                path = find_file(source, [member, release_file.filename])
+            if path is None:
+                missing.append(f"{member} or {release_file.filename}")
+            elif path.name == release_file.filename:
+                found[table] = [SourcePart(path, member, official_sha256=release_file.sha256)]
+            else:
+                found[table] = [SourcePart(path, official_sha256=release_file.member_sha256)]
+        if missing:
+            raise missing_error(source, missing)
+        return found
+
+    def csv_format(self, table: str, part: SourcePart) -> CsvFormat:
+        return CsvFormat(columns=read_columns(table), select=select_sql(table))
+
+    def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
+        if all(t in present for t in JOBS_INPUTS):
+            return {self.jobs_table: jobs_sql(folder, present)}
+        return {}
+
+    def validation_checks(self, present: set[str]) -> list[Check]:
+        return validation_checks(present)
+
+
+ADAPTER = PaiAdapter.for_trace(PAI)

@@ -7,9 +7,11 @@ labelled SYNTHETIC.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ddlx import __version__
@@ -17,23 +19,50 @@ from ddlx.datasets.home import samples_home
 from ddlx.datasets.ingest import SYNTHETIC_MARKER, ingest
 from ddlx.errors import UnknownDatasetError
 
-#: Scale and seed of the sample built by `ddlx analyze <trace>` when no real data is ingested.
-SAMPLE_SCALE = 0.01
+@dataclass(frozen=True)
+class Generator:
+    """A trace's generator: `module:function(out_dir, scale, seed, progress)`, and the scale of the
+    sample `ddlx analyze <trace>-trace` builds when no real data is ingested (a few seconds)."""
+
+    target: str
+    sample_scale: float
+
+
+GENERATORS: dict[str, Generator] = {
+    "pai": Generator("ddlx.datasets.synth_pai:generate_pai", 0.01),
+    "philly": Generator("ddlx.datasets.synth_philly:generate_philly", 0.01),
+    "helios": Generator("ddlx.datasets.synth_helios:generate_helios", 0.005),
+    "pai-v2023": Generator("ddlx.datasets.synth_pai_v2023:generate_pai_v2023", 1.0),
+    "acme": Generator("ddlx.datasets.synth_acme:generate_acme", 0.01),
+}
+
+#: Seed of the sample built by `ddlx analyze <trace>-trace` when no real data is ingested.
 SAMPLE_SEED = 0
+
+
+def _generator(trace: str) -> Generator:
+    if trace not in GENERATORS:
+        raise UnknownDatasetError(
+            f"no generator for trace '{trace}'; expected one of: {', '.join(GENERATORS)}")
+    return GENERATORS[trace]
+
+
+def sample_scale(trace: str) -> float:
+    """Scale of the synthetic sample of `trace`."""
+    return _generator(trace).sample_scale
 
 
 def write_synthetic_release(trace: str, out_dir: Path, scale: float, seed: int,
                             progress: Callable[[str], None] | None = None) -> list[Path]:
     """Generate a synthetic release of `trace` in the official format into `out_dir`, with its marker."""
-    if trace != "pai":
-        raise UnknownDatasetError(f"no generator for trace '{trace}'; expected one of: pai")
-    from ddlx.datasets.synth_pai import generate_pai
-
+    module_name, function_name = _generator(trace).target.split(":")
+    generate = getattr(importlib.import_module(module_name), function_name)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = generate_pai(out_dir, scale=scale, seed=seed, progress=progress)
+    written = generate(out_dir, scale=scale, seed=seed, progress=progress)
+    paths = list(written.values()) if isinstance(written, dict) else list(written)
     marker = {
         "synthetic": True,
-        "generator": f"ddlx.datasets.synth_pai (ddlx {__version__})",
+        "generator": f"{module_name} (ddlx {__version__})",
         "trace_format": trace,
         "scale": scale,
         "seed": seed,
@@ -42,7 +71,7 @@ def write_synthetic_release(trace: str, out_dir: Path, scale: float, seed: int,
     tmp = out_dir / (SYNTHETIC_MARKER + ".tmp")
     tmp.write_text(json.dumps(marker, indent=2) + "\n")
     os.replace(tmp, out_dir / SYNTHETIC_MARKER)
-    return list(paths.values())
+    return paths
 
 
 def ensure_sample(home: Path, trace: str, progress: Callable[[str], None] | None = None) -> Path:
@@ -50,6 +79,6 @@ def ensure_sample(home: Path, trace: str, progress: Callable[[str], None] | None
     sample = samples_home(home, trace)
     raw = sample / "release"
     if not (raw / SYNTHETIC_MARKER).is_file():
-        write_synthetic_release(trace, raw, SAMPLE_SCALE, SAMPLE_SEED, progress)
+        write_synthetic_release(trace, raw, sample_scale(trace), SAMPLE_SEED, progress)
     ingest(trace, raw, sample, progress=progress)
     return sample

@@ -2,6 +2,7 @@
 
 An adapter declares its checks; a check either counts rows of one table matching a condition
 (all such checks of a table share one scan) or runs its own counting query (joins, orphans).
+Figures are the report's other numbers (e.g. GPU capacity as two sources see it).
 """
 
 from __future__ import annotations
@@ -46,4 +47,24 @@ def run_checks(con: duckdb.DuckDBPyConnection, checks: list[Check],
         count, total = counts[(check.table, check.name)], rows.get(check.table, 0)
         report.append({"table": check.table, "check": check.name, "rows": count, "of_rows": total,
                        "share": (count / total) if total else None})
+    return report
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A number of the validation report that is not a row count: `query` returns one value."""
+
+    table: str
+    name: str
+    query: str
+    unit: str
+
+
+def run_figures(con: duckdb.DuckDBPyConnection, figures: list[Figure]) -> list[dict[str, Any]]:
+    """Compute each figure; report rows: table, figure, value, unit."""
+    report = []
+    for figure in figures:
+        value = con.execute(figure.query).fetchall()[0][0]
+        report.append({"table": figure.table, "figure": figure.name,
+                       "value": float(value) if value is not None else None, "unit": figure.unit})
     return report

@@ -107,7 +107,7 @@ def test_folder_missing_tables(cli, tmp_path: Path, ingested) -> None:
 
 def test_missing_folder_and_unknown_names(cli, tmp_path: Path, home: Path) -> None:
     _assert_clean_failure(cli("datasets", "ingest", "pai", "--from", tmp_path / "nope", "--data-home", home),
-                          "nope", "not a folder")
+                          "nope", "does not exist")
     _assert_clean_failure(cli("datasets", "ingest", "philly2", "--from", tmp_path, "--data-home", home),
                           "unknown trace 'philly2'", "pai")
     _assert_clean_failure(cli("datasets", "ingest", "pai", "--from", tmp_path, "--table", "pai_x",

@@ -340,7 +340,7 @@ def _fake_trace() -> tuple[TraceInfo, dict[str, bytes]]:
         name="fake", title="Fake trace", description="two tiny files", source_tz="UTC",
         licence="CC0-1.0", paper="none", homepage="https://example.invalid/",
         files=tuple(
-            ReleaseFile(table=name.split(".")[0], filename=name,
+            ReleaseFile(tables=(name.split(".")[0],), filename=name,
                         url=f"https://example.invalid/releases/v1/{name}",
                         size_bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
             for name, data in files.items()
@@ -368,3 +368,29 @@ def test_download_release_uses_mirror_and_table_selection(server: FakeServer, tm
     with pytest.raises(UnknownDatasetError, match="gamma"):
         download_release(trace, tmp_path / "none", tables=["alpha", "gamma"], base_url=server.base_url)
     assert server.log == [("/beta.csv", None)]
+
+
+def test_first_download_sha256_is_recorded_and_enforced_when_none_is_published(
+        server: FakeServer, tmp_path: Path) -> None:
+    content = random.Random(11).randbytes(50_000)
+    trace = TraceInfo(
+        name="unpublished", title="No checksum", description="one file", source_tz="UTC",
+        licence="CC0-1.0", paper="none", homepage="https://example.invalid/",
+        files=(ReleaseFile(tables=("data",), filename="data.zip",
+                           url="https://example.invalid/data.zip", size_bytes=None, sha256=None),),
+    )
+    server.files = {"data.zip": content}
+    dest = tmp_path / "downloads"
+    [path] = download_release(trace, dest, base_url=server.base_url)
+    record = dest / "data.zip.sha256"
+    expected = hashlib.sha256(content).hexdigest()
+    assert record.read_text() == f"{expected}  data.zip\n"
+    assert dl.read_first_seen(path) == expected
+
+    # The owners' file changes: a new download must not silently replace what was first seen.
+    path.unlink()
+    server.files = {"data.zip": content[:-1] + b"x"}
+    with pytest.raises(DownloadError, match=expected):
+        download_release(trace, dest, base_url=server.base_url)
+    assert record.read_text() == f"{expected}  data.zip\n"
+    assert not path.exists()

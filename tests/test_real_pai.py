@@ -55,7 +55,7 @@ def test_real_machine_spec_ingest_counts(tmp_path: Path) -> None:
     assert {r["gpu_type"]: r["machines"] for r in found} == dict(machines)
     assert {r["gpu_type"]: r["gpus"] for r in found} == dict(gpus)
     entry = catalog.read_registrations(home)["pai"].manifest["inputs"]["pai_machine_spec"]
-    assert entry["matches_official_release"] is True
+    assert [f["matches_official_release"] for f in entry["files"]] == [True]
 
 
 @pytest.mark.parametrize("table", pai_schema.TABLES)

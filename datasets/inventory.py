@@ -1,0 +1,53 @@
+"""What an ingest manifest says, as tables for `ddlx datasets info`: tables, input files, checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+
+def tables_frame(manifest: dict[str, Any]) -> pl.DataFrame:
+    """One row per stored table: rows, rejected rows, and whether it was read or derived."""
+    inputs = manifest.get("inputs", {})
+    return pl.DataFrame([
+        {"table": table, "rows": rows, "rejected": inputs.get(table, {}).get("rejected_rows"),
+         "from": f"{len(inputs[table].get('files', []))} file(s)" if table in inputs else "(derived)"}
+        for table, rows in manifest.get("rows", {}).items()
+    ], schema={"table": pl.String, "rows": pl.Int64, "rejected": pl.Int64, "from": pl.String})
+
+
+def checksum_status(entry: dict[str, Any]) -> str:
+    """How an input file's sha256 compares with the published one, or with the first download's."""
+    if entry.get("matches_official_release") is not None:
+        return "matches published" if entry["matches_official_release"] else "DIFFERS from published"
+    if entry.get("matches_first_seen") is not None:
+        return "matches first download" if entry["matches_first_seen"] else "DIFFERS from first download"
+    return "none published"
+
+
+def files_frame(manifest: dict[str, Any]) -> pl.DataFrame:
+    """One row per input file (or archive member) with its sha256 and checksum status."""
+    rows = []
+    for table, entry in manifest.get("inputs", {}).items():
+        for file in entry.get("files", []):
+            name = Path(file["path"]).name + (f":{file['member']}" if file.get("member") else "")
+            rows.append({"table": table, "file": name, "sha256": file.get("sha256"),
+                         "checksum": checksum_status(file)})
+    return pl.DataFrame(rows, schema={"table": pl.String, "file": pl.String, "sha256": pl.String,
+                                      "checksum": pl.String})
+
+
+def checks_frame(manifest: dict[str, Any]) -> pl.DataFrame:
+    return pl.DataFrame(manifest.get("validation", []), schema={
+        "table": pl.String, "check": pl.String, "rows": pl.Int64, "of_rows": pl.Int64, "share": pl.Float64})
+
+
+def figures_frame(manifest: dict[str, Any]) -> pl.DataFrame:
+    return pl.DataFrame(manifest.get("figures", []), schema={
+        "table": pl.String, "figure": pl.String, "value": pl.Float64, "unit": pl.String})
+
+
+def rejected_examples(manifest: dict[str, Any]) -> list[str]:
+    return [e for entry in manifest.get("inputs", {}).values() for e in entry.get("rejected_examples", [])]
