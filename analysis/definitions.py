@@ -23,8 +23,11 @@ _DEFINITIONS = (
     Definition(
         "queue_delay.submit_to_first_start", "Queueing delay", "s",
         "Seconds from job submission to the first moment any part of the job ran. "
-        "PAI: job start_time (the submission) to the earliest instance start_time. "
-        "Jobs that never started have none and are left out of quantiles.",
+        "PAI: job start_time (the submission) to the earliest instance start_time; Philly: "
+        "submitted_time to the first attempt's start; Helios and Acme: submit_time to start_time; "
+        "Alibaba v2023: pod creation_time to scheduled_time; imported tables: the mapped submit "
+        "and start columns (none when no start is mapped). Jobs that never started have none "
+        "and are left out of quantiles.",
     ),
     Definition(
         "pai.queue_delay.submit_to_first_task_start", "PAI queueing delay, official notes", "s",
@@ -34,12 +37,18 @@ _DEFINITIONS = (
     Definition(
         "runtime.first_start_to_last_end", "Run time", "s",
         "Seconds from the first start of any part of the job to the job's end. PAI: earliest "
-        "instance start_time to the job's end_time. Jobs still running or never started have none.",
+        "instance start_time to the job's end_time; Philly: first attempt start to last attempt "
+        "end; Helios and Acme: start_time to end_time; Alibaba v2023: scheduled_time to "
+        "deletion_time; imported tables: the mapped duration, or end - start. Jobs still running "
+        "or never started have none.",
     ),
     Definition(
         "gpu_request.job_total", "GPUs requested by a job", "GPUs",
         "GPUs the whole job asks for, fractions allowed. PAI: sum over the job's tasks of "
-        "inst_num * plan_gpu / 100 (plan_gpu is percent of one GPU per instance; empty counts as 0).",
+        "inst_num * plan_gpu / 100 (plan_gpu is percent of one GPU per instance; empty counts as 0); "
+        "Philly: GPUs listed in the detail of the job's largest attempt; Helios and Acme: gpu_num; "
+        "Alibaba v2023: gpu_milli / 1000 when num_gpu is 1, else num_gpu; imported tables: the "
+        "mapped gpus column.",
     ),
     Definition(
         "gpu_job.requests_gpu", "GPU job", "jobs",
@@ -57,8 +66,11 @@ _DEFINITIONS = (
     ),
     Definition(
         "state.canonical", "Final state", "jobs",
-        "Canonical job state. PAI: Terminated -> completed (the only success), Failed -> failed, "
-        "Running -> running (still running at trace end), Waiting -> pending.",
+        "Canonical job state; completed is the only success. PAI: Terminated -> completed, "
+        "Failed -> failed, Running -> running (still running at trace end), Waiting -> pending. "
+        "Philly: Pass -> completed, Killed -> cancelled, Failed -> failed. Helios and Acme: "
+        "COMPLETED -> completed, CANCELLED -> cancelled, FAILED, TIMEOUT and NODE_FAIL -> failed. "
+        "Each trace's page in docs/traces/ gives its full mapping.",
     ),
     Definition(
         "gpu_request.bucket", "GPU-request bucket", "GPUs",
