@@ -1,0 +1,141 @@
+"""Benchmark: generate a SYNTHETIC release of a trace, ingest it with ddlx, and copy the same files
+to Parquet with bare DuckDB in the same run. Prints a table of wall time and peak memory.
+
+    python benchmarks/ingest_trace.py --trace pai|philly|helios --scale 1 [--repeat 3] [--workdir DIR] [--keep]
+
+With --repeat N the two compared steps (bare DuckDB and ddlx ingest from the same unpacked files)
+each run N times, alternating, each ingest into a fresh data home; the table shows the median run.
+Bare DuckDB reads every file with no conversions: PAI's headerless CSVs with their declared
+columns, other CSVs with DuckDB's own header and type detection, Philly's JSON job log with
+read_json.
+
+Targets at scale 1: `ddlx datasets ingest` within 1.5x of bare DuckDB; ingest peak RSS under 3 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import psutil
+
+MARKER = "SYNTHETIC.json"
+
+BARE_DUCKDB = """
+import sys, duckdb
+from pathlib import Path
+from ddlx.datasets.csvload import columns_struct, sql_string
+from ddlx.datasets.pai_schema import COLUMNS
+src, out = Path(sys.argv[1]), Path(sys.argv[2])
+con = duckdb.connect()
+con.execute("SET preserve_insertion_order = false")
+files = sorted(p for p in src.rglob("*") if p.is_file() and p.name != "SYNTHETIC.json")
+for index, path in enumerate(files):
+    name = sql_string(str(path))
+    if path.stem in COLUMNS:
+        read = (f"read_csv({name}, columns={columns_struct(COLUMNS[path.stem])}, header=false, "
+                "auto_detect=false)")
+    elif path.name == "cluster_job_log":
+        read = f"read_json({name}, format='array')"
+    else:
+        read = f"read_csv({name}, header=true)"
+    target = sql_string(str(out / f"{index}-{path.stem}.parquet"))
+    con.execute(f"COPY (SELECT * FROM {read}) TO {target} (FORMAT parquet, COMPRESSION zstd)")
+"""
+
+
+def measure(command: list[str]) -> tuple[float, float]:
+    """Run `command`; return (wall seconds, peak RSS in MB of the process and its children)."""
+    started = time.perf_counter()
+    process = psutil.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    while process.poll() is None:
+        try:
+            rss = process.memory_info().rss + sum(c.memory_info().rss for c in process.children(recursive=True))
+            peak = max(peak, rss)
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
+    elapsed = time.perf_counter() - started
+    if process.returncode != 0:
+        sys.exit(f"failed: {' '.join(command)}\n{process.stderr.read().decode()}")
+    return elapsed, peak / 2**20
+
+
+def extract_release(release: Path, dest: Path) -> None:
+    """Unpack every archive of `release` into `dest` (in the layout the archives hold)."""
+    for archive in sorted(release.iterdir()):
+        if archive.name.endswith(".tar.gz"):
+            with tarfile.open(archive) as tar:
+                tar.extractall(dest, filter="data")
+        elif archive.suffix == ".zip":
+            with zipfile.ZipFile(archive) as zf:
+                zf.extractall(dest)
+
+
+def data_bytes(folder: Path) -> int:
+    """Bytes of the release files under `folder` (the marker not counted)."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.name != MARKER)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", default="pai", choices=("pai", "philly", "helios"))
+    parser.add_argument("--scale", type=float, default=0.1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--repeat", type=int, default=1, help="runs of the compared steps (median shown)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ddlx-bench-"))
+    release, unpacked, bare_out = workdir / "release", workdir / "unpacked", workdir / "bare"
+    unpacked.mkdir(parents=True, exist_ok=True)
+    ddlx = [sys.executable, "-m", "ddlx"]
+    rows = []
+    seconds, rss = measure([*ddlx, "datasets", "synth", args.trace, "--scale", str(args.scale),
+                            "--seed", str(args.seed), "--out", str(release)])
+    rows.append(("generate SYNTHETIC release (archives)", seconds, rss, None))
+    started = time.perf_counter()
+    extract_release(release, unpacked)
+    shutil.copy2(release / MARKER, unpacked / MARKER)
+    rows.append(("extract archives (Python, reference only)", time.perf_counter() - started, None, None))
+    bare_runs, ingest_runs = [], []
+    for run in range(args.repeat):
+        shutil.rmtree(bare_out, ignore_errors=True)
+        bare_out.mkdir()
+        bare_runs.append(measure([sys.executable, "-c", BARE_DUCKDB, str(unpacked), str(bare_out)]))
+        ingest_runs.append(measure([*ddlx, "datasets", "ingest", args.trace, "--from", str(unpacked),
+                                    "--data-home", str(workdir / f"home-unpacked-{run}")]))
+    bare_s, bare_rss = statistics.median(r[0] for r in bare_runs), max(r[1] for r in bare_runs)
+    seconds, rss = statistics.median(r[0] for r in ingest_runs), max(r[1] for r in ingest_runs)
+    rows.append(("bare DuckDB: files -> Parquet (reference)", bare_s, bare_rss, 1.0))
+    rows.append(("ddlx datasets ingest (unpacked files)", seconds, rss, seconds / bare_s))
+    seconds, rss = measure([*ddlx, "datasets", "ingest", args.trace, "--from", str(release),
+                            "--data-home", str(workdir / "home-archive")])
+    rows.append(("ddlx datasets ingest (official archives)", seconds, rss, seconds / bare_s))
+    seconds, rss = measure([*ddlx, "datasets", "ingest", args.trace, "--from", str(release),
+                            "--data-home", str(workdir / "home-archive")])
+    rows.append(("ddlx datasets ingest again (unchanged)", seconds, rss, seconds / bare_s))
+
+    print(f"SYNTHETIC {args.trace} release, scale {args.scale}, seed {args.seed}: "
+          f"{data_bytes(release) / 2**20:,.0f} MiB archives, {data_bytes(unpacked) / 2**20:,.0f} MiB "
+          f"unpacked; {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB; "
+          f"compared steps: median of {args.repeat} run(s), peak RSS the largest")
+    print(f"{'step':<44} {'seconds':>9} {'peak RSS MB':>12} {'x bare DuckDB':>14}")
+    for name, secs, peak, ratio in rows:
+        print(f"{name:<44} {secs:>9.1f} {peak if peak is not None else float('nan'):>12.0f} "
+              f"{'' if ratio is None else f'{ratio:.2f}':>14}")
+    if not args.keep and args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
