@@ -75,7 +75,8 @@ class CsvFormat:
 
     `select` reads `FROM {src}`; `header` means the first line holds column names: it must read
     `expected_header` (default: the column names) and is skipped, since the schema is declared,
-    never guessed.
+    never guessed. `timestamp_format` (strptime codes) makes TIMESTAMP columns strict: without it
+    DuckDB accepts a date alone and drops a zone offset.
     """
 
     columns: dict[str, str]
@@ -83,6 +84,7 @@ class CsvFormat:
     header: bool = False
     delimiter: str = ","
     expected_header: tuple[str, ...] | None = None
+    timestamp_format: str | None = None
 
 
 @dataclass
@@ -176,7 +178,7 @@ def _load_one(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Path,
                      fmt.delimiter)
     return load_csv_to_parquet(con, local.local_path, local.part.display, fmt.columns, fmt.select,
                                out_path, max_rejected_rows, header=fmt.header,
-                               delimiter=fmt.delimiter)
+                               delimiter=fmt.delimiter, timestamp_format=fmt.timestamp_format)
 
 
 def merge_results(total: LoadResult, part: LoadResult) -> None:

@@ -40,15 +40,17 @@ def columns_struct(columns: dict[str, str]) -> str:
 
 
 def read_csv_sql(csv_path: Path, columns: dict[str, str], header: bool = False,
-                 delimiter: str = ",") -> str:
+                 delimiter: str = ",", timestamp_format: str | None = None) -> str:
     """A read_csv table function call that keeps going past bad rows and stores them as rejects.
 
-    With `header`, the first line is skipped (line numbers in rejects still count it).
+    With `header`, the first line is skipped (line numbers in rejects still count it);
+    `timestamp_format` is the strict format of TIMESTAMP columns.
     """
+    strict = f"timestampformat={sql_string(timestamp_format)}, " if timestamp_format else ""
     return (
         f"read_csv({sql_string(str(csv_path))}, columns={columns_struct(columns)}, "
         f"header={str(header).lower()}, auto_detect=false, delim={sql_string(delimiter)}, "
-        "quote='\"', escape='\"', new_line='\\n', "
+        "quote='\"', escape='\"', new_line='\\n', " + strict +
         "store_rejects=true, ignore_errors=true, rejects_table='ddlx_rejects', "
         "rejects_scan='ddlx_reject_scans')"
     )
@@ -111,7 +113,7 @@ def check_header(csv_path: Path, display: str, expected: Sequence[str], delimite
 def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display: str,
                         columns: dict[str, str], select_sql: str, out_path: Path,
                         max_rejected_rows: int = 0, header: bool = False,
-                        delimiter: str = ",") -> LoadResult:
+                        delimiter: str = ",", timestamp_format: str | None = None) -> LoadResult:
     """Read `csv_path` with `columns`, apply `select_sql` (which reads FROM `src`), write zstd Parquet.
 
     `display` is the name used in messages (e.g. `pai_job_table.tar.gz:pai_job_table.csv`).
@@ -125,7 +127,7 @@ def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display:
             display, f"file is empty; expected {kind} of {len(columns)} fields ({','.join(columns)})"
         )
     con.execute("DROP TABLE IF EXISTS ddlx_rejects; DROP TABLE IF EXISTS ddlx_reject_scans")
-    query = select_sql.replace("{src}", read_csv_sql(csv_path, columns, header, delimiter))
+    query = select_sql.replace("{src}", read_csv_sql(csv_path, columns, header, delimiter, timestamp_format))
     try:
         rows = con.execute(
             f"COPY ({query}) TO {sql_string(str(out_path))} "
