@@ -1,0 +1,783 @@
+"""Adapter for the Microsoft Philly trace (ATC'19): `trace-data.tar.gz` -> typed Parquet -> canonical jobs.
+
+Release layout: one archive `trace-data.tar.gz` holding five files (possibly under a folder
+`trace-data/`): `cluster_job_log`, `cluster_gpu_util`, `cluster_cpu_util`, `cluster_mem_util`,
+`cluster_machine_list`. `--from` may be that archive, a folder holding it, or a folder holding the
+five files (directly or in one subfolder such as `trace-data/`).
+
+Format of `cluster_job_log` (declared in `JOB_LOG_JSON_COLUMNS`): one JSON array of job objects
+`{status, vc, jobid, user, submitted_time, attempts: [{start_time, end_time, detail: [{ip, gpus}]}]}`;
+- `status` is one of `STATUSES`; any other value (or none) is bad input;
+- times like `2017-10-07 01:12:09`: the US/Pacific wall clock (`SOURCE_TZ`) without a zone. JSON
+  null, `""` and the string `"None"` all mean missing (`MISSING_TIME_MARKERS`);
+- `detail` lists the machines (`ip`, e.g. `m47`) of an attempt and the GPUs it used on each
+  (`gpus`, e.g. `["gpu0", "gpu1"]`). A job may have no attempt; an attempt may lack its start
+  and/or end; a last attempt without end was still running when the trace was cut.
+
+Format of the utilisation files (declared in `UTIL_FORMATS`), one row per machine and minute,
+with a header line:
+- `cluster_gpu_util`: `time,machineId,gpu0_util,...,gpu7_util`; every data row ends with a comma
+  (11 fields, the last one empty). A GPU field is a percentage, `NA` (the GPU exists but was
+  offline) or empty (the machine has no such GPU).
+- `cluster_cpu_util`: `time,machine_id,cpu_util` (percent); `cluster_mem_util`:
+  `time,machine_id,mem_total,mem_free` (as written; see `docs/traces/philly.md` on the unit).
+  `NA` (or an empty field) means offline.
+- times like `2017-10-03 00:08:00 PDT`: the Pacific wall clock with its zone abbreviation,
+  PDT (UTC-7) or PST (UTC-8) (`UTC_OFFSET_HOURS`), which also tells the two 01:xx hours of
+  2017-11-05 apart. Any other suffix is bad input.
+
+Format of `cluster_machine_list`: header `machineId, number of GPUs, single GPU mem` (spaces
+after the commas), rows like `m31,8, 24GB`.
+
+Time conversion of the job log (`first_occurrence_utc_sql`): wall-clock times are read in
+America/Los_Angeles with DuckDB's time-zone support. A time in the repeated hour of the fall-back
+change (2017-11-05 01:00-01:59) is read as its first occurrence (PDT, UTC-7), except an attempt's
+end whose first reading falls before that attempt's start: it is then read as the second
+occurrence (PST, one hour later). After that an attempt ending before it starts is bad input.
+
+Stored tables: `philly_job_log` (one row per job, attempts nested as read), `philly_gpu_util`,
+`philly_cpu_util`, `philly_mem_util`, `philly_machine_list`; derived `philly_attempts` (one row per
+attempt, UTC times) and the canonical `philly_jobs`. Columns are listed in `docs/traces/philly.md`.
+
+How a job becomes a canonical row (table `philly_jobs`, from `philly_job_log` alone):
+- cluster = 'philly'; job_id = jobid; user, vc as given; submit_time = submitted_time (UTC);
+- start_time = start of the first attempt; end_time = end of the last attempt (NULL when that
+  attempt has no end: still running at the end of the trace);
+- queue_s = start_time - submit_time (`queue_delay.submit_to_first_start`); run_s = end_time -
+  start_time (`runtime.first_start_to_last_end`);
+- num_gpus = GPUs of the job's largest attempt (most entries in its `detail` gpus lists; the
+  earliest such attempt on a tie), num_instances = distinct machines of that same attempt;
+  a job without any attempt is kept with 0 GPUs and 0 instances (and counted in the report);
+- num_tasks = 1; num_cpus, mem_gb, gpu_type NULL (not in the trace); fractional_gpu false;
+- state: `running` when the last attempt has no end, else Pass -> completed, Killed -> cancelled,
+  Failed -> failed; raw_state = status; source_tz = America/Los_Angeles.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
+from ddlx.datasets.canonical import jobs_table_name
+from ddlx.datasets.csvload import LoadResult, load_csv_to_parquet, read_header, sql_string
+from ddlx.datasets.registry import PHILLY
+from ddlx.datasets.validation import Check, Figure
+from ddlx.errors import InputError
+
+TRACE = "philly"
+
+#: IANA zone of the trace's wall clock (the cluster ran in US Pacific time).
+SOURCE_TZ = "America/Los_Angeles"
+
+#: Stored tables: the five raw ones, and the two derived from the job log.
+JOB_LOG = "philly_job_log"
+GPU_UTIL = "philly_gpu_util"
+CPU_UTIL = "philly_cpu_util"
+MEM_UTIL = "philly_mem_util"
+MACHINE_LIST = "philly_machine_list"
+ATTEMPTS_TABLE = "philly_attempts"
+JOBS_TABLE = jobs_table_name(TRACE)
+
+#: The release archive, and the file (archive member) holding each raw table.
+ARCHIVE_NAME = "trace-data.tar.gz"
+FILE_OF_TABLE: dict[str, str] = {
+    JOB_LOG: "cluster_job_log",
+    GPU_UTIL: "cluster_gpu_util",
+    CPU_UTIL: "cluster_cpu_util",
+    MEM_UTIL: "cluster_mem_util",
+    MACHINE_LIST: "cluster_machine_list",
+}
+
+#: Job statuses of the job log and the canonical state of each.
+STATUSES: tuple[str, ...] = ("Pass", "Killed", "Failed")
+STATE_MAP: dict[str, str] = {"Pass": "completed", "Killed": "cancelled", "Failed": "failed"}
+
+#: Strings of the job log that mean "no time" (besides JSON null).
+MISSING_TIME_MARKERS: tuple[str, ...] = ("", "None")
+
+#: Wall-clock format of every time in the release (the utilisation files add " PDT"/" PST").
+WALL_CLOCK_FORMAT = "%Y-%m-%d %H:%M:%S"
+WALL_CLOCK_LENGTH = 19
+
+#: Hours to add to a utilisation file's wall clock to get UTC, by its zone suffix.
+UTC_OFFSET_HOURS: dict[str, int] = {"PDT": 7, "PST": 8}
+
+#: The schema DuckDB reads the job log with (key -> type); unknown keys are ignored.
+JOB_LOG_JSON_COLUMNS: dict[str, str] = {
+    "jobid": "VARCHAR",
+    "user": "VARCHAR",
+    "vc": "VARCHAR",
+    "status": "VARCHAR",
+    "submitted_time": "VARCHAR",
+    "attempts": "STRUCT(start_time VARCHAR, end_time VARCHAR, detail STRUCT(ip VARCHAR, gpus VARCHAR[])[])[]",
+}
+
+GPU_FIELDS: tuple[str, ...] = tuple(f"gpu{i}_util" for i in range(8))
+
+
+@dataclass(frozen=True)
+class UtilFormat:
+    """One utilisation CSV: the names on its header line, the fields of a data row (all read as
+    text, markers are resolved in SQL), and which of them are numbers (`NA` or empty = NULL).
+
+    `trailing_empty`: every data row ends with a comma, i.e. one more field that must be empty.
+    `counts_gpus`: the value fields are GPUs; store how many are present and online per row.
+    """
+
+    header: tuple[str, ...]
+    value_fields: tuple[str, ...]
+    trailing_empty: bool = False
+    counts_gpus: bool = False
+
+    @property
+    def read_columns(self) -> dict[str, str]:
+        names = [*self.header[:2], *self.value_fields] + (["trailing_comma"] if self.trailing_empty else [])
+        return {name: "VARCHAR" for name in names}
+
+
+UTIL_FORMATS: dict[str, UtilFormat] = {
+    GPU_UTIL: UtilFormat(("time", "machineId", *GPU_FIELDS), GPU_FIELDS, trailing_empty=True, counts_gpus=True),
+    CPU_UTIL: UtilFormat(("time", "machine_id", "cpu_util"), ("cpu_util",)),
+    MEM_UTIL: UtilFormat(("time", "machine_id", "mem_total", "mem_free"), ("mem_total", "mem_free")),
+}
+
+MACHINE_LIST_HEADER: tuple[str, ...] = ("machineId", "number of GPUs", "single GPU mem")
+#: Fields of a machine-list row, named as on the header line (so messages name them the same way).
+MACHINE_LIST_COLUMNS: dict[str, str] = dict(zip(MACHINE_LIST_HEADER, ("VARCHAR", "BIGINT", "VARCHAR")))
+#: A GPU memory size as written in the machine list, e.g. ` 24GB`.
+GPU_MEM_PATTERN = r"\s*[0-9]+(\.[0-9]+)?\s*GB\s*"
+
+_TIME_WITH_ZONE = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (\S+)")
+_EXPECTED_TIME = "'YYYY-MM-DD HH:MM:SS PDT' or 'YYYY-MM-DD HH:MM:SS PST'"
+_EXPECTED_JOB_TIME = "'YYYY-MM-DD HH:MM:SS' (Pacific wall clock), or null, \"\" or \"None\" when missing"
+
+
+# -- SQL building blocks ---------------------------------------------------------------------
+
+
+def _sql_list(values: Sequence[str]) -> str:
+    return ", ".join(sql_string(v) for v in values)
+
+
+def missing_time_sql(expr: str) -> str:
+    """True when the job-log time text `expr` means missing."""
+    return f"({expr} IS NULL OR {expr} IN ({_sql_list(MISSING_TIME_MARKERS)}))"
+
+
+def wall_clock_sql(expr: str) -> str:
+    """The job-log time text `expr` as a TIMESTAMP (wall clock, no zone); NULL when missing."""
+    return (f"CASE WHEN {missing_time_sql(expr)} THEN NULL "
+            f"ELSE strptime({expr}, {sql_string(WALL_CLOCK_FORMAT)}) END")
+
+
+def first_occurrence_utc_sql(local: str, tz: str = SOURCE_TZ) -> str:
+    """The UTC instant (TIMESTAMPTZ) of the wall-clock TIMESTAMP `local` in zone `tz`; a time in
+    a repeated hour (fall-back change) is read as its first occurrence, whatever DuckDB's default.
+    """
+    reading = f"timezone({sql_string(tz)}, {local})"
+    earlier = f"({reading} - INTERVAL 1 HOUR)"
+    return (f"CASE WHEN timezone({sql_string(tz)}, {earlier}) = {local} "
+            f"THEN {earlier} ELSE {reading} END")
+
+
+def attempts_sql(job_log: str, tz: str = SOURCE_TZ) -> str:
+    """One row per attempt of the stored job log `job_log` (a FROM item), with UTC times.
+
+    The end is read as the second occurrence of a repeated wall-clock hour when the first one
+    would put it before the attempt's start (see the module docstring).
+    """
+    later_end = "(end_first + INTERVAL 1 HOUR)"
+    end_sql = (f"CASE WHEN end_first < start_time AND timezone({sql_string(tz)}, {later_end}) = end_local "
+               f"THEN {later_end} ELSE end_first END")
+    return f"""
+WITH unnested AS (
+    SELECT jobid, num_attempts, unnest(attempts) AS a, generate_subscripts(attempts, 1) AS attempt
+    FROM {job_log}
+),
+readings AS (
+    SELECT jobid, attempt, num_attempts,
+           a.start_time AS start_local, a.end_time AS end_local, coalesce(a.detail, []) AS detail,
+           {first_occurrence_utc_sql('a.start_time', tz)} AS start_time,
+           {first_occurrence_utc_sql('a.end_time', tz)} AS end_first
+    FROM unnested
+),
+resolved AS (
+    SELECT *, {end_sql} AS end_time FROM readings
+)
+SELECT jobid,
+       CAST(attempt AS INTEGER) AS attempt,
+       attempt = num_attempts AS is_last_attempt,
+       start_time,
+       end_time,
+       epoch(end_time) - epoch(start_time) AS duration_s,
+       attempt = num_attempts AND end_local IS NULL AS running_at_trace_end,
+       start_local,
+       end_local,
+       [d.ip FOR d IN detail] AS machines,
+       CAST(len(list_distinct([d.ip FOR d IN detail])) AS INTEGER) AS num_machines,
+       CAST(coalesce(list_sum([len(coalesce(d.gpus, [])) FOR d IN detail]), 0) AS INTEGER) AS num_gpus
+FROM resolved
+"""
+
+
+def repeated_hour_sql(utc: str, local: str, tz: str = SOURCE_TZ) -> str:
+    """True when the wall clock `local` of the instant `utc` occurs twice (fall-back hour)."""
+    return (f"(timezone({sql_string(tz)}, {utc} - INTERVAL 1 HOUR) = {local} "
+            f"OR timezone({sql_string(tz)}, {utc} + INTERVAL 1 HOUR) = {local})")
+
+
+def jobs_sql(folder: Path) -> str:
+    """The canonical `philly_jobs` rows, from the stored job log and the derived attempts."""
+    state_cases = " ".join(f"WHEN {sql_string(raw)} THEN {sql_string(state)}" for raw, state in STATE_MAP.items())
+    return f"""
+WITH attempts AS (SELECT * FROM {parquet_sql(folder, ATTEMPTS_TABLE)}),
+largest AS (
+    SELECT jobid, num_gpus, num_machines
+    FROM attempts
+    QUALIFY row_number() OVER (PARTITION BY jobid ORDER BY num_gpus DESC, attempt) = 1
+),
+span AS (
+    SELECT jobid,
+           max(start_time) FILTER (WHERE attempt = 1) AS first_start,
+           max(end_time) FILTER (WHERE is_last_attempt) AS last_end,
+           bool_or(running_at_trace_end) AS running
+    FROM attempts
+    GROUP BY jobid
+)
+SELECT
+    '{TRACE}' AS trace,
+    '{TRACE}' AS cluster,
+    j.jobid AS job_id,
+    j.user AS "user",
+    j.vc,
+    NULL::VARCHAR AS job_group,
+    NULL::VARCHAR AS job_name,
+    NULL::VARCHAR AS workload,
+    j.submitted_time AS submit_time,
+    s.first_start AS start_time,
+    s.last_end AS end_time,
+    '{SOURCE_TZ}' AS source_tz,
+    epoch(s.first_start) - epoch(j.submitted_time) AS queue_s,
+    epoch(s.last_end) - epoch(s.first_start) AS run_s,
+    CAST(coalesce(l.num_gpus, 0) AS DOUBLE) AS num_gpus,
+    NULL::DOUBLE AS num_cpus,
+    NULL::DOUBLE AS mem_gb,
+    CAST(coalesce(l.num_machines, 0) AS BIGINT) AS num_instances,
+    CAST(1 AS BIGINT) AS num_tasks,
+    NULL::VARCHAR AS gpu_type,
+    false AS fractional_gpu,
+    CASE WHEN coalesce(s.running, false) THEN 'running' ELSE CASE j.status {state_cases} END END AS state,
+    j.status AS raw_state
+FROM {parquet_sql(folder, JOB_LOG)} AS j
+LEFT JOIN span AS s USING (jobid)
+LEFT JOIN largest AS l USING (jobid)
+"""
+
+
+def util_select_sql(fmt: UtilFormat) -> str:
+    """SELECT (FROM {src}) turning the text fields of a utilisation CSV into the stored row.
+
+    A zone suffix other than PDT/PST, a value after the trailing comma or a number DuckDB cannot
+    read stops the load (`error()`/a cast error); the caller then finds the line.
+    """
+    offsets = " ".join(f"WHEN right(time, 4) = ' {zone}' THEN INTERVAL {hours} HOUR"
+                       for zone, hours in UTC_OFFSET_HOURS.items())
+    trailing = "trailing_comma IS NULL AND " if fmt.trailing_empty else ""
+    interval = (f"CASE WHEN {trailing}length(time) = {WALL_CLOCK_LENGTH + 4} THEN CASE {offsets} "
+                "ELSE error('philly: unknown time zone suffix') END "
+                "ELSE error('philly: malformed time or row') END")
+    time_sql = f"timezone('UTC', CAST(left(time, {WALL_CLOCK_LENGTH}) AS TIMESTAMP) + {interval})"
+    parts = [f"{time_sql} AS time", f'"{fmt.header[1]}" AS machine_id']
+    for name in fmt.value_fields:
+        parts.append(f"CASE WHEN {name} IS NULL OR {name} = 'NA' THEN NULL ELSE CAST({name} AS DOUBLE) END AS {name}")
+    if fmt.counts_gpus:
+        present = " + ".join(f"CAST({g} IS NOT NULL AS INTEGER)" for g in fmt.value_fields)
+        online = " + ".join(f"CAST({g} IS NOT NULL AND {g} <> 'NA' AS INTEGER)" for g in fmt.value_fields)
+        parts += [f"CAST({present} AS TINYINT) AS gpus_present", f"CAST({online} AS TINYINT) AS gpus_online"]
+    return f"SELECT {', '.join(parts)} FROM {{src}}"
+
+
+def machine_list_select_sql() -> str:
+    """SELECT (FROM {src}) of the machine list: ids trimmed, `24GB` -> 24.0."""
+    machine, gpus, memory = (f'"{name}"' for name in MACHINE_LIST_HEADER)
+    mem = (f"CASE WHEN regexp_full_match({memory}, {sql_string(GPU_MEM_PATTERN)}) "
+           f"THEN CAST(regexp_extract({memory}, '[0-9]+(\\.[0-9]+)?', 0) AS DOUBLE) "
+           "ELSE error('philly: unreadable GPU memory') END")
+    return (f"SELECT trim({machine}) AS machine_id, CAST({gpus} AS INTEGER) AS num_gpus, {mem} AS gpu_mem_gb "
+            "FROM {src}")
+
+
+# -- loading the job log -----------------------------------------------------------------------
+
+_RAW_JOBS = "philly_raw_job_log"
+_TAIL_BYTES = 4096
+
+
+def load_job_log(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Path) -> LoadResult:
+    """Read the JSON job log into `out_path` (Parquet); `InputError` for malformed JSON, a job
+    without jobid, an unknown status, an unreadable time or an attempt ending before it starts."""
+    path, display = local.local_path, local.part.display
+    _require_closed_json_array(path, display)
+    columns = "{" + ", ".join(f"{sql_string(k)}: {sql_string(v)}" for k, v in JOB_LOG_JSON_COLUMNS.items()) + "}"
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {_RAW_JOBS} AS SELECT * FROM "
+                    f"read_json({sql_string(str(path))}, format='array', columns={columns})")
+    except duckdb.Error as exc:
+        raise json_problem(path, display, str(exc).strip().splitlines()[0]) from None
+    try:
+        _check_raw_jobs(con, display)
+        typed_attempts = (
+            "[struct_pack(start_time := " + wall_clock_sql("a.start_time") + ", end_time := "
+            + wall_clock_sql("a.end_time") + ", detail := a.detail) FOR a IN coalesce(attempts, [])]"
+        )
+        rows = con.execute(f"""
+            COPY (SELECT jobid, "user", vc, status,
+                         {first_occurrence_utc_sql(wall_clock_sql('submitted_time'))} AS submitted_time,
+                         CAST(len(coalesce(attempts, [])) AS INTEGER) AS num_attempts,
+                         {typed_attempts} AS attempts
+                  FROM {_RAW_JOBS})
+            TO {sql_string(str(out_path))} (FORMAT parquet, COMPRESSION zstd)""").fetchall()[0][0]
+        _check_attempt_order(con, out_path, display)
+    except InputError:
+        out_path.unlink(missing_ok=True)
+        raise
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_RAW_JOBS}")
+    return LoadResult(rows=int(rows))
+
+
+def _require_closed_json_array(path: Path, display: str) -> None:
+    """`InputError` for an empty job log or one whose last character is not `]` (DuckDB reads a
+    truncated array without complaint)."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        handle.seek(max(0, size - _TAIL_BYTES))
+        tail = handle.read().rstrip()
+    if not tail and size <= _TAIL_BYTES:
+        raise InputError(display, "file is empty; expected one JSON array of job objects")
+    if not tail.endswith(b"]"):
+        raise json_problem(path, display, "the JSON array is not closed")
+
+
+class _JsonObject(dict[str, Any]):
+    """A JSON object as read by the error path, remembering keys it held more than once."""
+
+    duplicate_keys: tuple[str, ...] = ()
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> _JsonObject:
+    obj = _JsonObject(pairs)
+    if len(obj) < len(pairs):
+        keys = [key for key, _ in pairs]
+        obj.duplicate_keys = tuple(dict.fromkeys(key for key in keys if keys.count(key) > 1))
+    return obj
+
+
+def json_problem(path: Path, display: str, detail: str) -> InputError:
+    """Error path of the job log: read it with Python's json module to name the line (malformed
+    JSON) or the job and key (valid JSON of the wrong shape) that DuckDB could not read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle, object_pairs_hook=_json_object)
+    except UnicodeDecodeError:
+        return InputError(display, "not valid UTF-8 text")
+    except json.JSONDecodeError as exc:
+        return InputError(display, f"malformed JSON at column {exc.colno} ({exc.msg}); "
+                          "expected one JSON array of job objects", line=exc.lineno)
+    found = _first_shape_problem(data)
+    if found is not None:
+        field, problem = found
+        return InputError(display, problem, field=field)
+    return InputError(display, f"cannot be read as a JSON array of jobs ({detail})")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return "a string" if isinstance(value, str) else f"the value {json.dumps(value)}"
+
+
+def _first_shape_problem(data: Any) -> tuple[str | None, str] | None:
+    """The first place where the parsed job log departs from `JOB_LOG_JSON_COLUMNS`: (key, problem)."""
+    if not isinstance(data, list):
+        return None, f"the top level is {_kind(data)}; expected one JSON array of job objects"
+
+    def scalar_problem(where: str, obj: dict[str, Any], keys: Sequence[str]) -> tuple[str, str] | None:
+        for key in keys:
+            if isinstance(obj.get(key), (list, dict)):
+                return key, f"{where}: {key} is {_kind(obj[key])}; expected a string"
+        return None
+
+    def object_problem(where: str, obj: Any) -> tuple[str | None, str] | None:
+        if not isinstance(obj, dict):
+            return None, f"{where} is {_kind(obj)}; expected an object"
+        duplicates = getattr(obj, "duplicate_keys", ())
+        if duplicates:
+            return duplicates[0], f"{where} has the key {duplicates[0]!r} twice; expected each key once"
+        return None
+
+    for index, job in enumerate(data, 1):
+        where = f"job number {index} of the array"
+        if isinstance(job, dict) and isinstance(job.get("jobid"), str):
+            where = f"job {job['jobid']}"
+        found = object_problem(where, job) or scalar_problem(
+            where, job, ("jobid", "user", "vc", "status", "submitted_time"))
+        if found:
+            return found
+        attempts = job.get("attempts")
+        if attempts is None:
+            continue
+        if not isinstance(attempts, list):
+            return "attempts", f"{where}: attempts is {_kind(attempts)}; expected an array of attempts"
+        for number, attempt in enumerate(attempts, 1):
+            at = f"{where}, attempt {number}"
+            found = object_problem(at, attempt) or scalar_problem(at, attempt, ("start_time", "end_time"))
+            if found:
+                return found
+            detail = attempt.get("detail")
+            if detail is None:
+                continue
+            if not isinstance(detail, list):
+                return "detail", f"{at}: detail is {_kind(detail)}; expected an array of {{ip, gpus}} objects"
+            for entry in detail:
+                found = object_problem(f"{at}, detail entry", entry) or scalar_problem(at, entry, ("ip",))
+                if found:
+                    return found
+                gpus = entry.get("gpus")
+                if gpus is not None and (not isinstance(gpus, list)
+                                         or any(isinstance(g, (list, dict)) for g in gpus)):
+                    return "gpus", f"{at}: gpus is {json.dumps(gpus)[:60]}; expected an array of GPU names"
+    return None
+
+
+def _first_row(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...] | None:
+    rows = con.execute(sql + " LIMIT 1").fetchall()
+    return rows[0] if rows else None
+
+
+def _check_raw_jobs(con: duckdb.DuckDBPyConnection, display: str) -> None:
+    """Job-level bad input, found in SQL on the raw rows; the first job by jobid is named."""
+    row = _first_row(con, f"SELECT \"user\", submitted_time FROM {_RAW_JOBS} "
+                          "WHERE jobid IS NULL OR jobid = '' ORDER BY submitted_time")
+    if row is not None:
+        raise InputError(display, f"a job has no jobid (user {row[0]!r}, submitted_time {row[1]!r}); "
+                         "expected every job to have one", field="jobid")
+    row = _first_row(con, f"SELECT jobid, status FROM {_RAW_JOBS} "
+                          f"WHERE status IS NULL OR status NOT IN ({_sql_list(STATUSES)}) ORDER BY jobid")
+    if row is not None:
+        raise InputError(display, f"job {row[0]}: status {row[1]!r}; expected one of {', '.join(STATUSES)}",
+                         field="status")
+    fmt = sql_string(WALL_CLOCK_FORMAT)
+    row = _first_row(con, f"SELECT jobid, submitted_time FROM {_RAW_JOBS} WHERE NOT {missing_time_sql('submitted_time')} "
+                          f"AND try_strptime(submitted_time, {fmt}) IS NULL ORDER BY jobid")
+    if row is not None:
+        raise InputError(display, f"job {row[0]}: submitted_time {row[1]!r}; expected {_EXPECTED_JOB_TIME}",
+                         field="submitted_time")
+    for key in ("start_time", "end_time"):
+        row = _first_row(con, f"""
+            SELECT jobid, attempt, a.{key} AS value FROM (
+                SELECT jobid, unnest(attempts) AS a, generate_subscripts(attempts, 1) AS attempt
+                FROM {_RAW_JOBS})
+            WHERE NOT {missing_time_sql('value')} AND try_strptime(value, {fmt}) IS NULL
+            ORDER BY jobid, attempt""")
+        if row is not None:
+            raise InputError(display, f"job {row[0]}, attempt {row[1]}: {key} {row[2]!r}; expected {_EXPECTED_JOB_TIME}",
+                             field=key)
+
+
+def _check_attempt_order(con: duckdb.DuckDBPyConnection, job_log_parquet: Path, display: str) -> None:
+    """`InputError` naming the first attempt (by jobid) that ends before it starts."""
+    source = f"read_parquet({sql_string(str(job_log_parquet))})"
+    row = _first_row(con, f"SELECT jobid, attempt, CAST(start_local AS VARCHAR), CAST(end_local AS VARCHAR) "
+                          f"FROM ({attempts_sql(source)}) WHERE end_time < start_time ORDER BY jobid, attempt")
+    if row is not None:
+        raise InputError(display, f"job {row[0]}, attempt {row[1]}: end_time {row[3]} is before start_time "
+                         f"{row[2]}; expected an attempt to end after it starts", field="end_time")
+
+
+# -- loading the CSV files ---------------------------------------------------------------------
+
+
+def check_util_header(path: Path, display: str, expected: Sequence[str]) -> None:
+    """`InputError` unless the header names `expected` (a trailing comma is tolerated)."""
+    found = read_header(path, display)
+    if len(found) == len(expected) + 1 and found[-1] == "":
+        found = found[:-1]
+    if found != list(expected):
+        raise InputError(display, f"header is {','.join(found)!r}; expected {','.join(expected)!r}", line=1)
+
+
+RowProblem = Callable[[list[str]], "tuple[str, str] | None"]
+
+
+def first_bad_row(path: Path, display: str, columns: Sequence[str], row_problem: RowProblem,
+                  count_field_problems: bool) -> InputError | None:
+    """Error path only: scan the CSV at `path` line by line for the first row that `row_problem`
+    finds fault with, or (with `count_field_problems`) that has the wrong number of fields."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        for line_number, line in enumerate(handle, 1):
+            if line_number == 1:
+                continue
+            text = line.rstrip("\r\n")
+            if not text:
+                continue
+            fields = text.split(",")
+            if len(fields) != len(columns):
+                if count_field_problems:
+                    return InputError(display, f"found {len(fields)} fields; expected {len(columns)} "
+                                      f"({','.join(columns)})", line=line_number)
+                continue
+            found = row_problem(fields)
+            if found is not None:
+                return InputError(display, found[1], line=line_number, field=found[0])
+    return None
+
+
+def time_problem(value: str) -> str | None:
+    """Why a utilisation time like `2017-10-03 00:08:00 PDT` cannot be read (None if it can)."""
+    match = _TIME_WITH_ZONE.fullmatch(value)
+    if match is None:
+        return f"cannot read time {value!r}; expected {_EXPECTED_TIME}"
+    if match.group(2) not in UTC_OFFSET_HOURS:
+        return f"time {value!r} has the zone suffix {match.group(2)!r}; expected PDT or PST"
+    try:
+        datetime.strptime(match.group(1), WALL_CLOCK_FORMAT)
+    except ValueError:
+        return f"cannot read time {value!r}; expected {_EXPECTED_TIME}"
+    return None
+
+
+def _number_problem(value: str, allowed: str) -> str | None:
+    if value in ("", "NA"):
+        return None
+    try:
+        float(value)
+    except ValueError:
+        return f"cannot read {value!r}; expected {allowed}"
+    return None
+
+
+def util_row_problem(fmt: UtilFormat) -> RowProblem:
+    """The checker of one split data row of a utilisation file (what the SQL refuses)."""
+    names = list(fmt.read_columns)
+
+    def problem(fields: list[str]) -> tuple[str, str] | None:
+        found = time_problem(fields[0])
+        if found:
+            return "time", found
+        for name, value in zip(names[2:], fields[2:]):
+            if name == "trailing_comma":
+                if value:
+                    return fmt.value_fields[-1], (f"unexpected value {value!r} after {fmt.value_fields[-1]}; "
+                                                  "expected the row to end with a comma")
+                continue
+            found = _number_problem(value, "a number, NA (offline) or nothing")
+            if found:
+                return name, found
+        return None
+
+    return problem
+
+
+def machine_row_problem(strict: bool) -> RowProblem:
+    """The checker of one split machine-list row. Unless `strict`, a GPU count DuckDB cannot read
+    is not reported: that row was rejected (skipped) under the allowance of bad rows."""
+
+    def problem(fields: list[str]) -> tuple[str, str] | None:
+        try:
+            int(fields[1])
+        except ValueError:
+            if strict:
+                return MACHINE_LIST_HEADER[1], f"cannot read {fields[1]!r}; expected a whole number"
+            return None
+        if not re.fullmatch(GPU_MEM_PATTERN, fields[2]):
+            return MACHINE_LIST_HEADER[2], f"cannot read {fields[2]!r}; expected a size like '24GB'"
+        return None
+
+    return problem
+
+
+def _load_csv(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Path, max_rejected_rows: int,
+              header: Sequence[str], columns: dict[str, str], select: str, row_problem: RowProblem) -> LoadResult:
+    """Check the header, load with DuckDB; when a value stops the load, name its line."""
+    path, display = local.local_path, local.part.display
+    if path.stat().st_size > 0:
+        check_util_header(path, display, header)
+    try:
+        return load_csv_to_parquet(con, path, display, columns, select, out_path, max_rejected_rows, header=True)
+    except InputError as error:
+        if error.line is not None or path.stat().st_size == 0:
+            raise
+        found = first_bad_row(path, display, list(columns), row_problem, max_rejected_rows == 0)
+        if found is None:
+            raise
+        raise found from None
+
+
+# -- the adapter -------------------------------------------------------------------------------
+
+
+def validation_checks(present: set[str]) -> list[Check]:
+    """Data-quality checks for the tables in `present` (tables referred to by name)."""
+    checks: list[Check] = []
+    if JOB_LOG in present:
+        checks += [
+            Check(JOB_LOG, "jobs with no attempt (kept in philly_jobs: no start, 0 GPUs)", "num_attempts = 0"),
+            Check(JOB_LOG, "jobs without submitted_time", "submitted_time IS NULL"),
+            Check(JOB_LOG, "jobs whose jobid appears more than once", query=(
+                f"SELECT count(*) FROM {JOB_LOG} WHERE jobid IN "
+                f"(SELECT jobid FROM {JOB_LOG} GROUP BY jobid HAVING count(*) > 1)")),
+        ]
+    if ATTEMPTS_TABLE in present:
+        checks += [
+            Check(ATTEMPTS_TABLE, "attempts without start_time", "start_time IS NULL"),
+            Check(ATTEMPTS_TABLE, "attempts without end_time", "end_time IS NULL"),
+            Check(ATTEMPTS_TABLE, "attempts without end_time that are not the job's last (logging gaps)",
+                  "end_time IS NULL AND NOT is_last_attempt"),
+            Check(ATTEMPTS_TABLE, "attempts listing no GPU", "num_gpus = 0"),
+            Check(ATTEMPTS_TABLE, "attempts with a time in the repeated hour of a DST change (2017-11-05 01:xx)",
+                  f"{repeated_hour_sql('start_time', 'start_local')} OR {repeated_hour_sql('end_time', 'end_local')}"),
+            Check(ATTEMPTS_TABLE, "attempts starting before the previous attempt of the job ended", query=(
+                f"SELECT count(*) FROM {ATTEMPTS_TABLE} AS a JOIN {ATTEMPTS_TABLE} AS p "
+                "ON p.jobid = a.jobid AND p.attempt = a.attempt - 1 WHERE a.start_time < p.end_time")),
+        ]
+        if MACHINE_LIST in present:
+            checks.append(Check(ATTEMPTS_TABLE, "attempts on a machine missing from the machine list", query=(
+                f"SELECT count(*) FROM {ATTEMPTS_TABLE} AS a WHERE EXISTS (SELECT 1 FROM unnest(a.machines) AS u(ip) "
+                f"WHERE u.ip NOT IN (SELECT machine_id FROM {MACHINE_LIST}))")))
+    if JOBS_TABLE in present and ATTEMPTS_TABLE in present:
+        checks += [
+            Check(JOBS_TABLE, "jobs whose first attempt has no start (no start, queue delay or run time)", query=(
+                f"SELECT count(*) FROM {ATTEMPTS_TABLE} WHERE attempt = 1 AND start_time IS NULL")),
+            Check(JOBS_TABLE, "jobs whose last attempt is still running (no end)", "state = 'running'"),
+            Check(JOBS_TABLE, "jobs with negative queueing delay (first attempt before submission)", "queue_s < 0"),
+            Check(JOBS_TABLE, "jobs with negative run time (last attempt ends before the first starts)", "run_s < 0"),
+            Check(JOBS_TABLE, "jobs whose attempts differ in GPU count (num_gpus: the largest)", query=(
+                f"SELECT count(*) FROM (SELECT jobid FROM {ATTEMPTS_TABLE} GROUP BY jobid "
+                "HAVING min(num_gpus) <> max(num_gpus))")),
+        ]
+    if GPU_UTIL in present:
+        checks += [
+            Check(GPU_UTIL, "rows with a GPU offline (NA)", "gpus_online < gpus_present"),
+            Check(GPU_UTIL, "rows with every GPU offline (NA)", "gpus_online = 0 AND gpus_present > 0"),
+            Check(GPU_UTIL, "rows without any GPU field", "gpus_present = 0"),
+            Check(GPU_UTIL, "rows with a GPU above 100 %",
+                  "greatest(" + ", ".join(f"coalesce({g}, 0)" for g in GPU_FIELDS) + ") > 100"),
+        ]
+    if CPU_UTIL in present:
+        checks += [
+            Check(CPU_UTIL, "rows with cpu_util NA (offline)", "cpu_util IS NULL"),
+            Check(CPU_UTIL, "rows with cpu_util above 100 %", "cpu_util > 100"),
+        ]
+    if MEM_UTIL in present:
+        checks += [
+            Check(MEM_UTIL, "rows with mem_total or mem_free NA (offline)", "mem_total IS NULL OR mem_free IS NULL"),
+            Check(MEM_UTIL, "rows with mem_free above mem_total", "mem_free > mem_total"),
+        ]
+    if MACHINE_LIST in present:
+        checks.append(Check(MACHINE_LIST, "machines listed more than once", query=(
+            f"SELECT count(*) FROM {MACHINE_LIST} WHERE machine_id IN "
+            f"(SELECT machine_id FROM {MACHINE_LIST} GROUP BY machine_id HAVING count(*) > 1)")))
+        for table in (GPU_UTIL, CPU_UTIL, MEM_UTIL):
+            if table in present:
+                checks.append(Check(table, "rows for machines not in the machine list", query=(
+                    f"SELECT count(*) FROM {table} AS u WHERE NOT EXISTS "
+                    f"(SELECT 1 FROM {MACHINE_LIST} AS m WHERE m.machine_id = u.machine_id)")))
+    return checks
+
+
+#: Per machine, the most GPU fields present in any of its utilisation rows (NA counts: the GPU exists).
+_GPUS_SEEN = f"(SELECT machine_id, max(gpus_present) AS gpus FROM {GPU_UTIL} GROUP BY machine_id)"
+
+
+def figures(present: set[str]) -> list[Figure]:
+    """GPU capacity as the machine list and the utilisation log see it, and their difference."""
+    found: list[Figure] = []
+    if MACHINE_LIST in present:
+        found += [
+            Figure(MACHINE_LIST, "GPUs in the machine list (sum of num_gpus)",
+                   f"SELECT sum(num_gpus) FROM {MACHINE_LIST}", "GPUs"),
+            Figure(MACHINE_LIST, "machines in the machine list", f"SELECT count(*) FROM {MACHINE_LIST}", "machines"),
+        ]
+    if GPU_UTIL in present:
+        found += [
+            Figure(GPU_UTIL, "GPUs seen in the utilisation log (per machine, most GPU fields in a row)",
+                   f"SELECT sum(gpus) FROM {_GPUS_SEEN}", "GPUs"),
+            Figure(GPU_UTIL, "machines in the utilisation log", f"SELECT count(DISTINCT machine_id) FROM {GPU_UTIL}",
+                   "machines"),
+        ]
+    if MACHINE_LIST in present and GPU_UTIL in present:
+        found += [
+            Figure(GPU_UTIL, "GPUs seen in the utilisation log minus GPUs in the machine list",
+                   f"SELECT (SELECT sum(gpus) FROM {_GPUS_SEEN}) - (SELECT sum(num_gpus) FROM {MACHINE_LIST})",
+                   "GPUs"),
+            Figure(GPU_UTIL, "machines with more GPUs in the utilisation log than in the machine list",
+                   f"SELECT count(*) FROM {_GPUS_SEEN} AS s JOIN {MACHINE_LIST} AS m USING (machine_id) "
+                   "WHERE s.gpus > m.num_gpus", "machines"),
+            Figure(GPU_UTIL, "machines in the utilisation log missing from the machine list",
+                   f"SELECT count(*) FROM {_GPUS_SEEN} AS s ANTI JOIN {MACHINE_LIST} AS m USING (machine_id)",
+                   "machines"),
+        ]
+    if JOB_LOG in present:
+        found += [
+            Figure(JOB_LOG, "virtual clusters", f"SELECT count(DISTINCT vc) FROM {JOB_LOG}", "VCs"),
+            Figure(JOB_LOG, "users", f"SELECT count(DISTINCT \"user\") FROM {JOB_LOG}", "users"),
+        ]
+    return found
+
+
+class PhillyAdapter(TraceAdapter):
+    """The five release files, loose or in `trace-data.tar.gz`; see the module docstring."""
+
+    def locate(self, source: Path, tables: Sequence[str]) -> dict[str, list[SourcePart]]:
+        archive_sha256 = self.info.files[0].sha256 if self.info else None
+        found: dict[str, list[SourcePart]] = {}
+        missing = []
+        for table in tables:
+            member = FILE_OF_TABLE[table]
+            path = source if source.is_file() else find_file(source, [member, ARCHIVE_NAME])
+            if path is None:
+                missing.append(f"{member} or {ARCHIVE_NAME}")
+            elif path.name == member and not source.is_file():
+                found[table] = [SourcePart(path)]
+            else:
+                found[table] = [SourcePart(path, member, official_sha256=archive_sha256)]
+        if missing:
+            raise missing_error(source, missing)
+        return found
+
+    def load_table(self, con: duckdb.DuckDBPyConnection, table: str, parts: list[LocalPart],
+                   out_path: Path, max_rejected_rows: int) -> LoadResult:
+        (local,) = parts
+        if table == JOB_LOG:
+            return load_job_log(con, local, out_path)
+        if table == MACHINE_LIST:
+            return _load_csv(con, local, out_path, max_rejected_rows, MACHINE_LIST_HEADER, MACHINE_LIST_COLUMNS,
+                             machine_list_select_sql(), machine_row_problem(max_rejected_rows == 0))
+        fmt = UTIL_FORMATS[table]
+        return _load_csv(con, local, out_path, max_rejected_rows, fmt.header, fmt.read_columns,
+                         util_select_sql(fmt), util_row_problem(fmt))
+
+    def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
+        if JOB_LOG not in present:
+            return {}
+        return {ATTEMPTS_TABLE: attempts_sql(parquet_sql(folder, JOB_LOG)), self.jobs_table: jobs_sql(folder)}
+
+    def validation_checks(self, present: set[str]) -> list[Check]:
+        return validation_checks(present)
+
+    def figures(self, present: set[str]) -> list[Figure]:
+        return figures(present)
+
+
+ADAPTER = PhillyAdapter.for_trace(PHILLY)
