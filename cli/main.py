@@ -206,6 +206,11 @@ def datasets_synth(
     typer.echo(f"SYNTHETIC release written; ingest it with: ddlx datasets ingest {trace} --from {out}")
 
 
+from ddlx.cli.importing import datasets_import  # noqa: E402
+
+datasets_app.command("import")(datasets_import)
+
+
 @app.command("sql")
 def sql(
     query: Annotated[str, typer.Argument(help="One SQL query (DuckDB dialect) on the catalog.")],

@@ -1,0 +1,967 @@
+"""`ddlx datasets import`: a job table of any shape -> typed Parquet -> canonical jobs.
+
+An import is described by an `ImportSpec` (dataset name, column mapping, time unit, time zone,
+time origin, delimiter, preset) and read by an `ImportAdapter` built from it at run time; the
+ordinary ingest machinery does the rest, so the result joins the catalog and the `jobs` view like
+any registered trace. The spec is kept in the manifest (`adapter_options`): importing unchanged
+files with the same spec does nothing, a different spec imports again.
+
+Input format
+- A CSV file with a header line (delimiter `,` unless told), a Parquet file, a `.tar.gz`/`.tgz`/
+  `.zip` archive of such files, or a folder of them (searched recursively, hidden files skipped).
+  Each file or member is one part; its `source_cluster` label is its file name without extension.
+- CSV files are read with a schema built from their header: mapped number columns (`duration`,
+  `gpus`, `cpus`, `mem_gb`, `instances`, and the time columns when the time unit is numeric) are
+  DOUBLE, so a bad value is reported with its line; every other column is VARCHAR. Windows (CRLF)
+  line endings are refused with a message (the shared CSV loader reads `\\n` lines only).
+- Parquet files keep their column types, except that mapped number columns become DOUBLE and
+  mapped text columns (and time columns read as `datetime`) become VARCHAR.
+
+Units and missing values
+- Times are either numbers in `s`, `ms`, `us` or `ns` counted from `origin` (default: the Unix
+  epoch, 1970-01-01 00:00:00 UTC; an origin without an offset is a wall-clock time in `tz`), or
+  `datetime` strings (`2023-01-05T10:00:00`, `2023-01-05 10:00:00`, a date alone) read as wall
+  clock in `tz` unless they carry an offset (`+02:00`, `Z`) or a zone name. In a datetime column
+  an empty value and the words Unknown, None, NULL, NA, N/A, NaN, NaT mean missing.
+- `duration` is in the time unit, or in seconds when the unit is `datetime`.
+- States: the first word of the value (Slurm's `CANCELLED by 123` -> CANCELLED, a trailing `+`
+  dropped), compared without case, is mapped with `STATE_WORDS`; any other word is bad input.
+
+Stored tables (`-` in the dataset name becomes `_` in table names)
+- `<name>_job_table`: the columns as read, plus `source_file` (file, or `archive:member`, relative
+  to the input) and `source_cluster` (the part's file name without extension).
+- `<name>_jobs`: the canonical rows, rolled up as follows (`col(key)` is the mapped column):
+  - trace = the dataset name; cluster = col(cluster), else `source_cluster`;
+  - job_id, user, vc, job_group, job_name, workload, gpu_type = the mapped column, else NULL
+    (no job id is invented when none is mapped: row order is not a stable identity);
+  - submit_time = col(submit); start_time = col(start); when no start is mapped, start_time =
+    submit_time (the job is assumed to start at submission) and queue_s is NULL (unknown);
+  - end_time = col(end), else start_time + duration; NULL when start_time is NULL (never started);
+  - queue_s = start_time - submit_time (`queue_delay.submit_to_first_start`);
+  - run_s = end_time - start_time (`runtime.first_start_to_last_end`), or the duration itself
+    when no end is mapped; with an end but no start it is end - submit (queueing included);
+  - num_gpus = col(gpus) (or from the TRES string), num_cpus = col(cpus), mem_gb = col(mem_gb);
+    num_instances = col(instances) (or TRES `node=`), else 1; num_tasks = 1;
+  - fractional_gpu = num_gpus is not a whole number;
+  - state = `STATE_WORDS` of the first word of col(state), raw_state = the value as written;
+    both NULL when no state is mapped or the value is empty.
+- Slurm TRES strings (`tres`, e.g. AllocTRES `billing=8,cpu=8,gres/gpu:a100=2,mem=64G,node=1`;
+  `req_tres` is used where `tres` is empty): GPUs = the untyped `gres/gpu=N` when present, else
+  the sum of the typed `gres/gpu:TYPE=N` entries, else 0; gpu_type = the typed entry with most
+  GPUs; cpus from `cpu=`; memory from `mem=` with K/M/G/T/P suffixes (1024-based; no suffix is
+  MB) in GB; instances from `node=`.
+- Preset `slurm` drops job steps (JobID containing `.`, e.g. `123.batch`, `123.0`) from the
+  canonical jobs; array tasks (`123_4`) and heterogeneous components (`123+0`) are jobs. The
+  steps stay in `<name>_job_table`.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+import tarfile
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import duckdb
+
+from ddlx.datasets.adapter import (
+    CsvFormat, LocalPart, SourcePart, TraceAdapter, is_archive, load_csv_parts, merge_results, parquet_sql,
+)
+from ddlx.datasets.archives import archive_member_names
+from ddlx.datasets.canonical import STATES, jobs_table_name
+from ddlx.datasets.csvload import LoadResult, read_header, sql_string
+from ddlx.datasets.validation import Check, Figure
+from ddlx.errors import DdlxError, InputError, UnknownDatasetError
+
+if TYPE_CHECKING:
+    from ddlx.datasets.ingest import IngestResult
+
+#: Bump when the stored tables of an import change shape, so unchanged inputs are imported again.
+IMPORT_FORMAT = 1
+
+#: Mapping key -> (kind, meaning). Kinds: text (VARCHAR), number (DOUBLE), time, state.
+MAPPING_KEYS: dict[str, tuple[str, str]] = {
+    "job_id": ("text", "job identifier"),
+    "user": ("text", "submitting user"),
+    "vc": ("text", "virtual cluster, queue or partition"),
+    "cluster": ("text", "cluster name (default: the input file's name without extension)"),
+    "job_name": ("text", "job name"),
+    "job_group": ("text", "recurring-job tag"),
+    "workload": ("text", "workload label"),
+    "gpu_type": ("text", "GPU model"),
+    "state": ("state", "job state (mapped to completed, failed, cancelled, running, pending)"),
+    "submit": ("time", "submission time"),
+    "start": ("time", "start time"),
+    "end": ("time", "end time"),
+    "duration": ("number", "run time, in the time unit (seconds when the unit is datetime)"),
+    "gpus": ("number", "GPUs of the whole job"),
+    "cpus": ("number", "CPU cores of the whole job"),
+    "mem_gb": ("number", "memory of the whole job, GB"),
+    "instances": ("number", "instances, pods or nodes of the job"),
+    "tres": ("text", "Slurm TRES string (AllocTRES): gpus, cpus, mem_gb, gpu_type, instances"),
+    "req_tres": ("text", "Slurm requested TRES (ReqTRES), used where tres is empty"),
+}
+
+#: Time unit -> seconds per unit; `datetime` means date-time strings.
+TIME_UNITS: dict[str, float | None] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "datetime": None}
+
+#: Lower-cased first word of a state value -> canonical state.
+STATE_WORDS: dict[str, str] = {
+    "completed": "completed", "pass": "completed", "passed": "completed", "succeeded": "completed",
+    "success": "completed",
+    "failed": "failed", "timeout": "failed", "node_fail": "failed", "out_of_memory": "failed",
+    "boot_fail": "failed", "deadline": "failed",
+    "cancelled": "cancelled", "canceled": "cancelled", "killed": "cancelled", "preempted": "cancelled",
+    "running": "running", "suspended": "running",
+    "pending": "pending", "waiting": "pending", "queued": "pending", "requeued": "pending",
+}
+
+#: Values of a datetime column that mean "missing" (compared lower-cased, after trimming).
+MISSING_TIME_WORDS: tuple[str, ...] = ("", "unknown", "none", "null", "na", "n/a", "nan", "nat")
+
+#: A date-time string without zone: read as wall clock in the import's time zone.
+NAIVE_DATETIME_RE = r"^\d{4}-\d{1,2}-\d{1,2}([T ]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?$"
+#: A date-time string ending with a zone (offset, Z, UTC/GMT or an IANA name): read as that instant.
+ZONED_DATETIME_RE = r"\d:\d{2}(:\d{2}(\.\d+)?)?\s*(Z|[+-]\d{2}(:?\d{2})?|UTC|GMT|[A-Za-z_]+/[A-Za-z_/+-]+)$"
+
+CSV_SUFFIXES = (".csv", ".txt", ".psv", ".tsv")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+#: Columns every part gets (constant per part).
+LABEL_COLUMNS = ("source_file", "source_cluster")
+NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+
+
+class ImportSpecError(DdlxError):
+    """An import option is malformed; `option` names it (e.g. `--map`), for the command line."""
+
+    def __init__(self, option: str, message: str):
+        self.option = option
+        self.message = message
+        super().__init__(f"{option}: {message}")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A known table shape: its mapping, time unit, delimiter and extra rules."""
+
+    name: str
+    description: str
+    mapping: dict[str, str]
+    optional: dict[str, str] = field(default_factory=dict)
+    time_unit: str = "s"
+    delimiter: str = ","
+    drop_job_steps: bool = False
+
+
+PRESETS: dict[str, Preset] = {
+    "itp": Preset(
+        name="itp",
+        description="Microsoft ITP (ElasticFlow raw traces): clusterNN.csv with "
+                    "job_id,submission_time,duration,num_gpu; seconds from the trace start",
+        mapping={"job_id": "job_id", "submit": "submission_time", "duration": "duration", "gpus": "num_gpu"},
+        time_unit="s",
+    ),
+    "slurm": Preset(
+        name="slurm",
+        description="Slurm `sacct --parsable2` export: |-delimited, JobID,User,Account,Partition,State,"
+                    "Submit,Start,End,AllocTRES (JobName, ReqTRES, Cluster used when present)",
+        mapping={"job_id": "JobID", "user": "User", "vc": "Partition", "state": "State",
+                 "submit": "Submit", "start": "Start", "end": "End", "tres": "AllocTRES"},
+        optional={"job_name": "JobName", "req_tres": "ReqTRES", "cluster": "Cluster"},
+        time_unit="datetime",
+        delimiter="|",
+        drop_job_steps=True,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ImportSpec:
+    """Everything that says how to read one imported dataset (stored in its manifest).
+
+    `mapping` is canonical key -> column (every one must exist); `optional` likewise, used when
+    the column exists. `origin_us` is the instant numeric times count from, in Unix microseconds.
+    """
+
+    name: str
+    mapping: dict[str, str]
+    optional: dict[str, str]
+    time_unit: str
+    tz: str
+    origin: str | None
+    origin_us: int
+    delimiter: str
+    preset: str | None
+    drop_job_steps: bool
+
+    @property
+    def raw_table(self) -> str:
+        return f"{self.name.replace('-', '_')}_job_table"
+
+    @property
+    def jobs_table(self) -> str:
+        return jobs_table_name(self.name)
+
+    @property
+    def unit_seconds(self) -> float | None:
+        return TIME_UNITS[self.time_unit]
+
+    @property
+    def title(self) -> str:
+        how = f"preset {self.preset}" if self.preset else "mapped columns"
+        return f"Imported: {self.name} ({how})"
+
+    def options(self) -> dict[str, Any]:
+        """The spec as JSON-ready data (the adapter's `options`, kept in the manifest)."""
+        return {
+            "import_format": IMPORT_FORMAT, "preset": self.preset, "mapping": dict(self.mapping),
+            "optional_mapping": dict(self.optional), "time_unit": self.time_unit, "tz": self.tz,
+            "origin": self.origin, "origin_unix_us": self.origin_us, "delimiter": self.delimiter,
+            "drop_job_steps": self.drop_job_steps,
+        }
+
+    def kind(self, key: str) -> str:
+        """text, number, time or state; time columns are numbers unless the unit is datetime."""
+        kind = MAPPING_KEYS[key][0]
+        if kind == "time":
+            return "text_time" if self.time_unit == "datetime" else "number"
+        return kind
+
+    def number_columns(self) -> set[str]:
+        """Columns read as DOUBLE: those mapped to number keys (and numeric times)."""
+        wanted = {**self.optional, **self.mapping}
+        return {col for key, col in wanted.items() if self.kind(key) == "number"}
+
+
+# -- building a spec ------------------------------------------------------------------------
+
+def check_dataset_name(name: str, registered: Sequence[str] = ()) -> None:
+    """`UnknownDatasetError` unless `name` can name an imported dataset.
+
+    Allowed: lowercase letters, digits, `_` and `-`, starting with a letter (64 at most). It must
+    not be a registered trace (`ddlx datasets list`), nor name the same tables as one (`-` and `_`
+    are the same in table names), nor clash that way with another dataset in `registered`.
+    """
+    from ddlx.datasets.registry import TRACES
+
+    if not NAME_RE.match(name):
+        raise UnknownDatasetError(
+            f"dataset name {name!r} is not allowed; expected lowercase letters, digits, '_' or '-', "
+            "starting with a letter (at most 64 characters)")
+    for trace in TRACES:
+        if jobs_table_name(trace) == jobs_table_name(name):
+            raise UnknownDatasetError(
+                f"dataset name {name!r} clashes with the registered trace '{trace}'; registered traces "
+                f"are ingested with `ddlx datasets ingest {trace} --from DIR`; choose another name")
+    for other in registered:
+        if other != name and jobs_table_name(other) == jobs_table_name(name):
+            raise UnknownDatasetError(
+                f"dataset name {name!r} would share its tables with the dataset '{other}' already in "
+                "the catalog ('-' and '_' are the same in table names); choose another name")
+
+
+def parse_mapping(text: str) -> dict[str, str]:
+    """`submit=COL,gpus=COL,...` -> {key: column}; `ImportSpecError` for a malformed mapping."""
+    mapping: dict[str, str] = {}
+    for item in (piece.strip() for piece in text.split(",")):
+        if not item:
+            continue
+        key, sep, column = item.partition("=")
+        key, column = key.strip(), column.strip()
+        if not sep or not key or not column:
+            raise ImportSpecError("--map", f"{item!r} is not KEY=COLUMN (e.g. submit=submit_time)")
+        if key not in MAPPING_KEYS:
+            raise ImportSpecError("--map", f"unknown key {key!r}; expected one of: {', '.join(MAPPING_KEYS)}")
+        if key in mapping:
+            raise ImportSpecError("--map", f"key {key!r} is mapped twice")
+        mapping[key] = column
+    return mapping
+
+
+def _check_zone(tz: str) -> None:
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ImportSpecError("--tz", f"unknown time zone {tz!r}; expected an IANA name such as UTC, "
+                                      "America/Los_Angeles or Asia/Shanghai") from None
+    con = duckdb.connect()
+    try:
+        con.execute(f"SELECT epoch(timezone({sql_string(tz)}, TIMESTAMP '2000-01-01 00:00:00'))").fetchall()
+    except duckdb.Error:
+        raise ImportSpecError("--tz", f"time zone {tz!r} is not known to DuckDB; expected an IANA name") from None
+    finally:
+        con.close()
+
+
+def _origin_us(origin: str | None, tz: str) -> int:
+    """Unix microseconds of `origin` (wall clock in `tz` unless it has an offset); 0 for None."""
+    if origin is None:
+        return 0
+    try:
+        moment = datetime.fromisoformat(origin.strip())
+    except ValueError:
+        raise ImportSpecError("--origin", f"{origin!r} is not a date-time; expected 'YYYY-MM-DD HH:MM:SS' "
+                                          "(optionally with an offset such as +08:00)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=ZoneInfo(tz))
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _delimiter(text: str) -> str:
+    value = {"\\t": "\t", "tab": "\t"}.get(text, text)
+    if len(value) != 1 or value in ('"', "\n", "\r"):
+        raise ImportSpecError("--delimiter", f"{text!r} is not one character (use \\t or tab for a tab)")
+    return value
+
+
+def build_spec(name: str, mapping: dict[str, str] | str | None = None, preset: str | None = None,
+               time_unit: str | None = None, tz: str | None = None, origin: str | None = None,
+               delimiter: str | None = None, registered: Sequence[str] = ()) -> ImportSpec:
+    """Check the options of an import and return its spec.
+
+    `mapping` entries override the preset's. Defaults: the preset's time unit and delimiter (else
+    `s` and `,`), time zone UTC, origin the Unix epoch. Raises `UnknownDatasetError` for a bad
+    name and `ImportSpecError` (naming the option) for anything else.
+    """
+    check_dataset_name(name, registered)
+    chosen = None
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ImportSpecError("--preset", f"unknown preset {preset!r}; expected one of: {', '.join(PRESETS)}")
+        chosen = PRESETS[preset]
+    given = parse_mapping(mapping) if isinstance(mapping, str) else dict(mapping or {})
+    for key in given:
+        if key not in MAPPING_KEYS:
+            raise ImportSpecError("--map", f"unknown key {key!r}; expected one of: {', '.join(MAPPING_KEYS)}")
+    full = {**(chosen.mapping if chosen else {}), **given}
+    optional = {k: v for k, v in (chosen.optional if chosen else {}).items() if k not in full}
+    if not full:
+        raise ImportSpecError("--map", "no column mapping; give --preset itp|slurm or "
+                                       "--map submit=COL,duration=COL,gpus=COL")
+    missing = []
+    if "submit" not in full:
+        missing.append("submit (submission time)")
+    if "gpus" not in full and "tres" not in full:
+        missing.append("gpus (GPUs of the job)")
+    if "duration" not in full and "end" not in full:
+        missing.append("duration or end")
+    if missing:
+        raise ImportSpecError("--map", "missing required mapping: " + "; ".join(missing))
+    unit = time_unit if time_unit is not None else (chosen.time_unit if chosen else "s")
+    if unit not in TIME_UNITS:
+        raise ImportSpecError("--time-unit", f"unknown time unit {unit!r}; expected one of: {', '.join(TIME_UNITS)}")
+    zone = tz if tz is not None else "UTC"
+    _check_zone(zone)
+    return ImportSpec(
+        name=name, mapping=full, optional=optional, time_unit=unit, tz=zone, origin=origin,
+        origin_us=_origin_us(origin, zone),
+        delimiter=_delimiter(delimiter) if delimiter is not None else (chosen.delimiter if chosen else ","),
+        preset=chosen.name if chosen else None, drop_job_steps=bool(chosen and chosen.drop_job_steps),
+    )
+
+
+# -- SQL pieces -----------------------------------------------------------------------------
+
+def ident(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sql_list(values: Sequence[str]) -> str:
+    return ", ".join(sql_string(v) for v in values)
+
+
+def text_time_sql(value: str, tz: str) -> str:
+    """The instant (TIMESTAMPTZ) of a date-time string `value` (SQL); NULL when missing or unreadable."""
+    v = f"trim(CAST({value} AS VARCHAR))"
+    return (f"CASE WHEN {v} IS NULL OR lower({v}) IN ({_sql_list(MISSING_TIME_WORDS)}) THEN NULL "
+            f"WHEN regexp_matches({v}, {sql_string(NAIVE_DATETIME_RE)}) "
+            f"THEN timezone({sql_string(tz)}, TRY_CAST({v} AS TIMESTAMP)) "
+            f"WHEN regexp_matches({v}, {sql_string(ZONED_DATETIME_RE)}) THEN TRY_CAST({v} AS TIMESTAMPTZ) "
+            "END")
+
+
+def text_time_missing_sql(value: str) -> str:
+    """True when a date-time string `value` (SQL) means missing."""
+    v = f"trim(CAST({value} AS VARCHAR))"
+    return f"({v} IS NULL OR lower({v}) IN ({_sql_list(MISSING_TIME_WORDS)}))"
+
+
+def number_time_sql(value: str, spec: ImportSpec) -> str:
+    """The instant of a number `value` (SQL) of `spec.time_unit`s after the origin."""
+    unit_us = repr(spec.unit_seconds * 1e6)  # type: ignore[operator]
+    return (f"timezone('UTC', make_timestamp(CAST(round({spec.origin_us} + {value} * {unit_us}) AS BIGINT)))")
+
+
+def state_word_sql(value: str) -> str:
+    """The lower-cased first word of a state `value` (SQL), trailing `+` dropped."""
+    return f"lower(rtrim(split_part(trim(CAST({value} AS VARCHAR)), ' ', 1), '+'))"
+
+
+def state_sql(value: str) -> str:
+    """The canonical state of a raw state `value` (SQL); NULL for an unknown word."""
+    cases = " ".join(f"WHEN {sql_string(word)} THEN {sql_string(state)}" for word, state in STATE_WORDS.items())
+    return f"CASE {state_word_sql(value)} {cases} END"
+
+
+def _tres_number(tres: str, key: str) -> str:
+    return f"TRY_CAST(NULLIF(regexp_extract({tres}, {sql_string(f'(?:^|,){key}=([0-9.]+)')}, 1), '') AS DOUBLE)"
+
+
+def tres_sql(tres: str) -> dict[str, str]:
+    """Expressions reading a Slurm TRES string `tres` (SQL): gpus, cpus, mem_gb, instances, gpu_type."""
+    typed_counts = f"CAST(regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([0-9.]+)', 1) AS DOUBLE[])"
+    typed_names = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1)"
+    unit = f"upper(regexp_extract({tres}, '(?:^|,)mem=[0-9.]+([KMGTP]?)', 1))"
+    mem_factor = (f"CASE {unit} WHEN 'K' THEN 1.0 / 1048576 WHEN 'M' THEN 1.0 / 1024 WHEN '' THEN 1.0 / 1024 "
+                  "WHEN 'G' THEN 1.0 WHEN 'T' THEN 1024.0 WHEN 'P' THEN 1048576.0 END")
+    return {
+        "gpus": (f"CASE WHEN {tres} IS NULL THEN 0.0 "
+                 f"WHEN regexp_matches({tres}, '(^|,)gres/gpu=') THEN {_tres_number(tres, 'gres/gpu')} "
+                 f"ELSE coalesce(list_sum({typed_counts}), 0.0) END"),
+        "cpus": _tres_number(tres, "cpu"),
+        "mem_gb": f"{_tres_number(tres, 'mem')} * {mem_factor}",
+        "instances": f"CAST({_tres_number(tres, 'node')} AS BIGINT)",
+        "gpu_type": f"{typed_names}[list_position({typed_counts}, list_max({typed_counts}))]",
+    }
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The mapped columns of a stored raw table, as SQL over its alias `r`."""
+
+    spec: ImportSpec
+    present: frozenset[str]
+
+    def column(self, key: str) -> str | None:
+        name = self.spec.mapping.get(key) or self.spec.optional.get(key)
+        if name is None or name not in self.present:
+            return None
+        return f"r.{ident(name)}"
+
+    def text(self, key: str) -> str:
+        col = self.column(key)
+        return f"NULLIF(trim(CAST({col} AS VARCHAR)), '')" if col else "CAST(NULL AS VARCHAR)"
+
+    def number(self, key: str) -> str | None:
+        col = self.column(key)
+        return f"CAST({col} AS DOUBLE)" if col else None
+
+    def time(self, key: str) -> str | None:
+        col = self.column(key)
+        if col is None:
+            return None
+        if self.spec.time_unit == "datetime":
+            return text_time_sql(col, self.spec.tz)
+        return number_time_sql(col, self.spec)
+
+    def row_filter(self) -> str:
+        """Keeps job rows: with `drop_job_steps`, rows whose job id has no `.`."""
+        job_id = self.column("job_id")
+        if self.spec.drop_job_steps and job_id:
+            return f"coalesce(NOT contains(CAST({job_id} AS VARCHAR), '.'), true)"
+        return "true"
+
+    def tres(self) -> str | None:
+        alloc, requested = self.column("tres"), self.column("req_tres")
+        parts = [f"NULLIF(trim(CAST({c} AS VARCHAR)), '')" for c in (alloc, requested) if c]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+
+def jobs_sql(spec: ImportSpec, raw: str, present: set[str]) -> str:
+    """The canonical rows of an import, from the stored raw table `raw` (a table expression)
+    whose columns are `present`."""
+    cols = _Columns(spec, frozenset(present))
+    tres = cols.tres()
+    from_tres = tres_sql("r.ddlx_tres") if tres else {}
+
+    def number(key: str, default: str = "CAST(NULL AS DOUBLE)") -> str:
+        return cols.number(key) or from_tres.get(key) or default
+
+    cluster = cols.text("cluster") if cols.column("cluster") else "r.source_cluster"
+    duration = cols.number("duration")
+    if duration is not None and spec.unit_seconds is not None:
+        duration = f"{duration} * {spec.unit_seconds!r}"
+    gpu_type = cols.text("gpu_type") if cols.column("gpu_type") else from_tres.get("gpu_type", "CAST(NULL AS VARCHAR)")
+    state = cols.column("state")
+    start_mapped, end_mapped = cols.column("start") is not None, cols.column("end") is not None
+    start = "start_given" if start_mapped else "submit_time"
+    end = ("end_given" if end_mapped else
+           "timezone('UTC', make_timestamp(epoch_us(start_time) + CAST(round(duration_s * 1e6) AS BIGINT)))")
+    queue = "(epoch_us(start_time) - epoch_us(submit_time)) / 1e6" if start_mapped else "CAST(NULL AS DOUBLE)"
+    if end_mapped:
+        run = "(epoch_us(end_time) - epoch_us(start_time)) / 1e6"
+    else:
+        run = "CASE WHEN start_time IS NULL THEN NULL ELSE duration_s END"
+    instances = cols.number("instances")
+    if instances:
+        instances = f"CAST(round({instances}) AS BIGINT)"
+    else:
+        instances = f"coalesce({from_tres.get('instances', 'NULL')}, 1)"
+    source = f"(SELECT *, {tres} AS ddlx_tres FROM {raw} AS r) AS r" if tres else f"{raw} AS r"
+    return f"""
+WITH given AS (
+    SELECT
+        {cluster} AS cluster,
+        {cols.text('job_id')} AS job_id,
+        {cols.text('user')} AS "user",
+        {cols.text('vc')} AS vc,
+        {cols.text('job_group')} AS job_group,
+        {cols.text('job_name')} AS job_name,
+        {cols.text('workload')} AS workload,
+        {cols.time('submit')} AS submit_time,
+        {cols.time('start') or 'CAST(NULL AS TIMESTAMPTZ)'} AS start_given,
+        {cols.time('end') or 'CAST(NULL AS TIMESTAMPTZ)'} AS end_given,
+        {duration or 'CAST(NULL AS DOUBLE)'} AS duration_s,
+        {number('gpus')} AS num_gpus,
+        {number('cpus')} AS num_cpus,
+        {number('mem_gb')} AS mem_gb,
+        {instances} AS num_instances,
+        {gpu_type} AS gpu_type,
+        {state_sql(state) if state else 'CAST(NULL AS VARCHAR)'} AS state,
+        {f"NULLIF(trim(CAST({state} AS VARCHAR)), '')" if state else 'CAST(NULL AS VARCHAR)'} AS raw_state
+    FROM {source}
+    WHERE {cols.row_filter()}
+),
+started AS (SELECT *, {start} AS start_time FROM given),
+ended AS (SELECT *, CASE WHEN start_time IS NULL THEN NULL ELSE {end} END AS end_time FROM started)
+SELECT
+    {sql_string(spec.name)} AS trace, cluster, job_id, "user", vc, job_group, job_name, workload,
+    submit_time, start_time, end_time, {sql_string(spec.tz)} AS source_tz,
+    {queue} AS queue_s,
+    {run} AS run_s,
+    num_gpus, num_cpus, mem_gb, num_instances, CAST(1 AS BIGINT) AS num_tasks,
+    CASE WHEN coalesce(num_gpus, 0) > 0 THEN gpu_type END AS gpu_type,
+    coalesce(num_gpus <> floor(num_gpus), false) AS fractional_gpu,
+    state, raw_state
+FROM ended
+"""
+
+
+# -- locating the input ---------------------------------------------------------------------
+
+def _is_parquet(name: str) -> bool:
+    return name.lower().endswith(PARQUET_SUFFIXES)
+
+
+def _is_table_file(name: str) -> bool:
+    return name.lower().endswith(CSV_SUFFIXES + PARQUET_SUFFIXES)
+
+
+def _stem(name: str) -> str:
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    return base.rsplit(".", 1)[0] if "." in base else base
+
+
+def _tar_member_names(archive: Path) -> list[str]:
+    """The file members of a gzip'd tar (reads the whole archive once)."""
+    try:
+        with tarfile.open(archive, mode="r:gz") as tar:
+            return [m.name for m in iter(tar.next, None) if m.isfile()]
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        raise InputError(str(archive), f"archive is truncated or corrupt ({exc or type(exc).__name__}); "
+                                       "expected a complete gzip'd tar") from None
+
+
+def _archive_parts(archive: Path, shown: str) -> list[SourcePart]:
+    names = archive_member_names(archive)
+    if names is None:
+        names = _tar_member_names(archive)
+    parts = []
+    for member in sorted(names):
+        base = member.replace("\\", "/").rsplit("/", 1)[-1]
+        if _is_table_file(member) and not base.startswith("."):
+            parts.append(SourcePart(archive, member, labels=(
+                ("source_file", f"{shown}:{member}"), ("source_cluster", _stem(member)))))
+    return parts
+
+
+def _file_part(path: Path, shown: str) -> SourcePart:
+    return SourcePart(path, labels=(("source_file", shown), ("source_cluster", _stem(path.name))))
+
+
+def locate_parts(source: Path) -> list[SourcePart]:
+    """The parts of an import input: a CSV or Parquet file, an archive of them, or a folder of them."""
+    if not os.path.exists(source):
+        raise InputError(str(source), "does not exist; expected a CSV or Parquet file, a .tar.gz/.zip "
+                                      "archive of CSV files, or a folder of them")
+    if source.is_file():
+        parts = _archive_parts(source, source.name) if is_archive(source) else [_file_part(source, source.name)]
+    else:
+        parts = []
+        for path in sorted(source.rglob("*")):
+            relative = path.relative_to(source)
+            if any(p.startswith(".") for p in relative.parts) or not path.is_file():
+                continue
+            if is_archive(path):
+                parts += _archive_parts(path, relative.as_posix())
+            elif _is_table_file(path.name):
+                parts.append(_file_part(path, relative.as_posix()))
+    if not parts:
+        raise InputError(str(source), "holds no CSV or Parquet file (.csv, .txt, .psv, .tsv, .parquet); "
+                                      "expected the job table")
+    return parts
+
+
+# -- loading --------------------------------------------------------------------------------
+
+def _label(part: SourcePart, name: str) -> str:
+    return dict(part.labels)[name]
+
+
+def _check_columns(spec: ImportSpec, display: str, found: Sequence[str]) -> None:
+    """One `InputError` naming every mapped column missing from `found`, and the columns there are."""
+    missing = [f"{key}={col}" for key, col in spec.mapping.items() if col not in found]
+    if missing:
+        raise InputError(display, f"mapping {', '.join(missing)}: no such column; the file has the columns: "
+                                  f"{', '.join(found)}")
+    clash = [name for name in LABEL_COLUMNS if name in found]
+    if clash:
+        raise InputError(display, f"has a column named {clash[0]!r}, which ddlx adds to every imported row; "
+                                  "rename that column")
+
+
+def _csv_format(spec: ImportSpec, local: LocalPart) -> CsvFormat:
+    """The format of one CSV part, from its header: mapped numbers DOUBLE, everything else VARCHAR."""
+    display = local.part.display
+    try:
+        size = local.local_path.stat().st_size
+        with open(local.local_path, "rb") as handle:
+            first = handle.readline(1 << 20)
+    except OSError as exc:
+        raise InputError(display, f"cannot be read ({exc.strerror or exc})") from None
+    if size == 0:
+        raise InputError(display, "file is empty; expected a header line naming the columns, then rows")
+    if first.endswith(b"\r\n"):
+        raise InputError(display, "has Windows (CRLF) line endings, which ddlx cannot read yet; expected "
+                                  "'\\n' line endings (convert with: dos2unix FILE)", line=1)
+    header = read_header(local.local_path, display, spec.delimiter)
+    duplicated = sorted({name for name in header if name and header.count(name) > 1})
+    if duplicated:
+        raise InputError(display, f"the header names the column {duplicated[0]!r} twice; expected distinct "
+                                  "column names", line=1)
+    names = [name or f"column{index + 1}" for index, name in enumerate(header)]
+    _check_columns(spec, display, names)
+    numbers = spec.number_columns()
+    columns = {name: "DOUBLE" if name in numbers else "VARCHAR" for name in names}
+    labels = ", ".join(f"{sql_string(value)} AS {ident(name)}" for name, value in local.part.labels)
+    return CsvFormat(columns=columns, select=f"SELECT *, {labels} FROM {{src}}", header=True,
+                     delimiter=spec.delimiter, expected_header=tuple(header))
+
+
+#: Parquet column types a mapped number column may have (text is checked value by value).
+_NUMBER_SOURCE_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                        "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "VARCHAR")
+
+
+def _load_parquet(con: duckdb.DuckDBPyConnection, spec: ImportSpec, local: LocalPart, out_path: Path) -> LoadResult:
+    """One Parquet part -> the stored shape: mapped numbers DOUBLE, mapped text VARCHAR, labels added."""
+    display = local.part.display
+    source = f"read_parquet({sql_string(str(local.local_path))})"
+    try:
+        described = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise InputError(display, f"cannot be read as Parquet ({first})") from None
+    types = {row[0]: str(row[1]) for row in described}
+    _check_columns(spec, display, list(types))
+    numbers = spec.number_columns()
+    texts = {col for key, col in {**spec.optional, **spec.mapping}.items() if spec.kind(key) != "number"}
+    selected = []
+    for name, sql_type in types.items():
+        if name in numbers:
+            if not sql_type.startswith(_NUMBER_SOURCE_TYPES):
+                timelike = "TIME" in sql_type or "DATE" in sql_type
+                hint = " (use --time-unit datetime for date-time columns)" if timelike else ""
+                raise InputError(display, f"column is {sql_type}; expected numbers{hint}", field=name)
+            selected.append(f"TRY_CAST({ident(name)} AS DOUBLE) AS {ident(name)}")
+        elif name in texts:
+            selected.append(f"CAST({ident(name)} AS VARCHAR) AS {ident(name)}")
+        else:
+            selected.append(ident(name))
+    for name in numbers & set(types):
+        bad = con.execute(
+            f"SELECT file_row_number, CAST({ident(name)} AS VARCHAR) FROM read_parquet("
+            f"{sql_string(str(local.local_path))}, file_row_number=true) WHERE {ident(name)} IS NOT NULL "
+            f"AND TRY_CAST({ident(name)} AS DOUBLE) IS NULL LIMIT 1").fetchall()
+        if bad:
+            raise InputError(display, f"row {bad[0][0] + 1}: cannot read {bad[0][1]!r}; expected a number", field=name)
+    labels = ", ".join(f"{sql_string(value)} AS {ident(name)}" for name, value in local.part.labels)
+    try:
+        rows = con.execute(f"COPY (SELECT {', '.join(selected)}, {labels} FROM {source}) TO "
+                           f"{sql_string(str(out_path))} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0]
+    except duckdb.Error as exc:
+        out_path.unlink(missing_ok=True)
+        first = str(exc).strip().splitlines()[0]
+        raise InputError(display, f"cannot be read as Parquet ({first})") from None
+    return LoadResult(rows=int(rows))
+
+
+@dataclass(frozen=True)
+class _ValueCheck:
+    """A condition (`bad_when`, SQL over `r`) that flags a stored raw value that cannot become a
+    canonical value; `problem(value)` says what is wrong. `numeric` values are compared as numbers
+    when the error path looks for the row."""
+
+    column: str
+    bad_when: str
+    problem: Callable[[str], str]
+    numeric: bool = False
+
+
+#: Unix microseconds of 0001-01-01 and 9999-12-31 23:59:59 UTC: the instants a time may give.
+_FIRST_US, _LAST_US = -62_135_596_800_000_000, 253_402_300_799_000_000
+#: The longest duration accepted, seconds (about 7,900 years).
+_LONGEST_S = 2.5e11
+
+
+def _value_checks(spec: ImportSpec, present: set[str]) -> list[_ValueCheck]:
+    """What the raw values of the mapped columns are checked for before the canonical rows are built."""
+    cols = _Columns(spec, frozenset(present))
+    checks = []
+    for key in ("submit", "start", "end"):
+        col = cols.column(key)
+        if col is None:
+            continue
+        name = spec.mapping.get(key) or spec.optional[key]
+        if spec.time_unit == "datetime":
+            checks.append(_ValueCheck(
+                name, f"NOT {text_time_missing_sql(col)} AND ({text_time_sql(col, spec.tz)}) IS NULL",
+                lambda v: f"cannot read {v!r} as a date-time; expected e.g. 2023-01-05 10:00:00 or "
+                          "2023-01-05T10:00:00+02:00 (empty, Unknown or None for missing)"))
+        else:
+            instant = f"{spec.origin_us} + {col} * {spec.unit_seconds * 1e6!r}"  # type: ignore[operator]
+            in_range = f"{instant} BETWEEN {_FIRST_US} AND {_LAST_US}"
+            checks.append(_ValueCheck(
+                name, f"{col} IS NOT NULL AND (NOT isfinite({col}) OR NOT ({in_range}))",
+                lambda v: f"time {v} ({spec.time_unit} after the origin) gives no date between the years 1 and "
+                          "9999; expected a finite number in the time unit", numeric=True))
+    for key in ("duration", "gpus", "cpus", "mem_gb", "instances"):
+        col = cols.column(key)
+        if col is None:
+            continue
+        limit = _LONGEST_S / (spec.unit_seconds or 1.0) if key == "duration" else 1e15
+        checks.append(_ValueCheck(
+            spec.mapping[key], f"{col} IS NOT NULL AND (NOT isfinite({col}) OR abs({col}) > {limit!r})",
+            lambda v, key=key: f"cannot use {v} as {key}; expected a finite number of sensible size", numeric=True))
+    state = cols.column("state")
+    if state is not None:
+        accepted = ", ".join(f"{s} ({'/'.join(w for w, c in STATE_WORDS.items() if c == s)})" for s in STATES)
+        given = f"NULLIF(trim(CAST({state} AS VARCHAR)), '')"
+        checks.append(_ValueCheck(
+            spec.mapping["state"], f"{given} IS NOT NULL AND ({state_sql(state)}) IS NULL",
+            lambda v: f"unknown state {v!r}; expected a word meaning one of {accepted} (case ignored)"))
+    return checks
+
+
+def _same(cell: str, value: str, numeric: bool) -> bool:
+    """Whether a CSV `cell` holds `value` (as numbers when `numeric`: `1E3` is `1000.0`)."""
+    if not numeric:
+        return cell == value
+    try:
+        a, b = float(cell), float(value)
+    except ValueError:
+        return False
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def _find_row(local: LocalPart, check: _ValueCheck, value: str, delimiter: str) -> tuple[int | None, str | None]:
+    """Where `check.column` first holds `value` in `local`: (line, None) for a CSV, (None, 'row N')
+    for Parquet. Runs only in the error path, after DuckDB found the bad value."""
+    column = check.column
+    if _is_parquet(local.part.member or local.part.path.name):
+        con = duckdb.connect()
+        try:
+            found = con.execute(
+                f"SELECT file_row_number FROM read_parquet({sql_string(str(local.local_path))}, "
+                f"file_row_number=true) WHERE CAST({ident(column)} AS VARCHAR) = ? LIMIT 1", [value]).fetchall()
+        finally:
+            con.close()
+        return None, (f"row {found[0][0] + 1}" if found else None)
+    with open(local.local_path, encoding="utf-8", errors="replace", newline="") as handle:
+        reader = csv.reader(handle, delimiter=delimiter, quotechar='"')
+        header = [name.strip().lstrip("\ufeff") for name in next(reader, [])]
+        if column not in header:
+            return None, None
+        index = header.index(column)
+        for row in reader:
+            if index < len(row) and _same(row[index], value, check.numeric):
+                return reader.line_num, None
+    return None, None
+
+
+def check_values(con: duckdb.DuckDBPyConnection, spec: ImportSpec, stored: Path,
+                 parts: dict[str, LocalPart]) -> None:
+    """Raise one `InputError` (file, line, column) for the first raw value that cannot become a
+    canonical value: an unknown state, an unreadable date-time, a non-finite number."""
+    table = f"read_parquet({sql_string(str(stored))})"
+    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall()}
+    where = _Columns(spec, frozenset(present)).row_filter()
+    for check in _value_checks(spec, present):
+        bad = con.execute(f"SELECT source_file, CAST({ident(check.column)} AS VARCHAR) FROM {table} AS r "
+                          f"WHERE {where} AND ({check.bad_when}) LIMIT 1").fetchall()
+        if not bad:
+            continue
+        source_file, value = bad[0]
+        local = parts[source_file]
+        line, row = _find_row(local, check, value, spec.delimiter)
+        problem = check.problem(value)
+        raise InputError(local.part.display, f"{row}: {problem}" if row else problem, line=line, field=check.column)
+
+
+def stored_columns(path: Path) -> set[str]:
+    """The column names of a stored Parquet file."""
+    con = duckdb.connect()
+    try:
+        return {row[0] for row in con.execute(
+            f"DESCRIBE SELECT * FROM read_parquet({sql_string(str(path))})").fetchall()}
+    finally:
+        con.close()
+
+
+# -- the adapter ----------------------------------------------------------------------------
+
+@dataclass
+class ImportAdapter(TraceAdapter):
+    """The adapter of an imported dataset, built from its `ImportSpec` (see the module docstring).
+
+    `input_path` is the file, archive or folder to read: ingest only takes folders and archives,
+    so a plain file is handed to ingest as its folder and located here.
+    """
+
+    spec: ImportSpec | None = None
+    input_path: Path | None = None
+
+    @classmethod
+    def for_spec(cls, spec: ImportSpec, input_path: Path | None = None) -> "ImportAdapter":
+        return cls(name=spec.name, source_tz=spec.tz, tables=(spec.raw_table,), title=spec.title,
+                   options=spec.options(), spec=spec, input_path=input_path)
+
+    @property
+    def import_spec(self) -> ImportSpec:
+        assert self.spec is not None, "ImportAdapter needs a spec (use ImportAdapter.for_spec)"
+        return self.spec
+
+    def locate(self, source: Path, tables: Sequence[str]) -> dict[str, list[SourcePart]]:
+        return {self.import_spec.raw_table: locate_parts(self.input_path or source)}
+
+    def load_table(self, con: duckdb.DuckDBPyConnection, table: str, parts: list[LocalPart],
+                   out_path: Path, max_rejected_rows: int) -> LoadResult:
+        spec = self.import_spec
+        total = LoadResult(rows=0)
+        part_paths: list[Path] = []
+        try:
+            for index, local in enumerate(parts):
+                single = len(parts) == 1
+                part_path = out_path if single else out_path.with_name(f"{out_path.stem}.part{index}.parquet")
+                part_paths.append(part_path)
+                if _is_parquet(local.part.member or local.part.path.name):
+                    result = _load_parquet(con, spec, local, part_path)
+                else:
+                    csv_format = _csv_format(spec, local)
+                    result = load_csv_parts(con, [local], part_path, max_rejected_rows, lambda _part: csv_format)
+                merge_results(total, result)
+            if len(parts) > 1:
+                sources = ", ".join(sql_string(str(p)) for p in part_paths)
+                con.execute(f"COPY (SELECT * FROM read_parquet([{sources}], union_by_name=true)) "
+                            f"TO {sql_string(str(out_path))} (FORMAT parquet, COMPRESSION zstd)")
+        finally:
+            for part_path in part_paths:
+                if part_path != out_path:
+                    part_path.unlink(missing_ok=True)
+        check_values(con, spec, out_path, {_label(p.part, "source_file"): p for p in parts})
+        return total
+
+    def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
+        spec = self.import_spec
+        if spec.raw_table not in present:
+            return {}
+        columns = stored_columns(folder / f"{spec.raw_table}.parquet")
+        return {self.jobs_table: jobs_sql(spec, parquet_sql(folder, spec.raw_table), columns)}
+
+    def validation_checks(self, present: set[str]) -> list[Check]:
+        spec, jobs = self.import_spec, self.jobs_table
+        checks: list[Check] = []
+        if spec.raw_table in present and spec.drop_job_steps and "job_id" in spec.mapping:
+            checks.append(Check(spec.raw_table, "job step rows (job id with '.'), not counted as jobs",
+                                f"contains(CAST({ident(spec.mapping['job_id'])} AS VARCHAR), '.')"))
+        if jobs not in present:
+            return checks
+        checks += [
+            Check(jobs, "missing submit time", "submit_time IS NULL"),
+            Check(jobs, "missing GPU count", "num_gpus IS NULL"),
+            Check(jobs, "negative GPU count", "num_gpus < 0"),
+            Check(jobs, "negative run time (end before start)", "run_s < 0"),
+            Check(jobs, "no run time (still running, never started or no end)", "run_s IS NULL"),
+        ]
+        if "start" in spec.mapping or "start" in spec.optional:
+            checks += [
+                Check(jobs, "never started (no start time)", "start_time IS NULL"),
+                Check(jobs, "negative queueing delay (start before submit)", "queue_s < 0"),
+            ]
+        if "state" in spec.mapping:
+            checks.append(Check(jobs, "empty state", "raw_state IS NULL"))
+        if "job_id" in spec.mapping:
+            checks.append(Check(jobs, "duplicate job_id within a cluster (rows beyond the first)", query=(
+                f'SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM "{jobs}" '
+                "WHERE job_id IS NOT NULL GROUP BY cluster, job_id HAVING count(*) > 1)")))
+        return checks
+
+    def figures(self, present: set[str]) -> list[Figure]:
+        jobs = self.jobs_table
+        if jobs not in present:
+            return []
+        return [
+            Figure(jobs, "GPU time (num_gpus x run_s)", f'SELECT sum(num_gpus * run_s) / 3600 FROM "{jobs}"',
+                   "GPU-hours"),
+            Figure(jobs, "submission span (first to last submit)",
+                   f'SELECT (epoch(max(submit_time)) - epoch(min(submit_time))) / 86400 FROM "{jobs}"', "days"),
+            Figure(jobs, "clusters", f'SELECT count(DISTINCT cluster) FROM "{jobs}"', "clusters"),
+        ]
+
+
+def import_with_spec(spec: ImportSpec, source: Path, home: Path, max_rejected_rows: int = 0,
+                     progress: Callable[[str], None] | None = None) -> "IngestResult":
+    """Import `source` (file, archive or folder) as described by `spec` into the catalog of `home`."""
+    from ddlx.datasets import ingest
+
+    source = Path(source)
+    if not os.path.exists(source):
+        locate_parts(source)  # raises the `InputError` saying what --from should be
+    adapter = ImportAdapter.for_spec(spec, input_path=source)
+    handed = source if source.is_dir() or is_archive(source) else source.parent
+    return ingest.ingest_with(adapter, handed, home, max_rejected_rows=max_rejected_rows, progress=progress)
+
+
+def import_dataset(name: str, source: Path, home: Path, mapping: dict[str, str] | str | None = None,
+                   preset: str | None = None, time_unit: str | None = None, tz: str | None = None,
+                   origin: str | None = None, delimiter: str | None = None, max_rejected_rows: int = 0,
+                   progress: Callable[[str], None] | None = None) -> "IngestResult":
+    """Import a job table as the dataset `name` (see `build_spec` for the options).
+
+    Raises `ImportSpecError` for bad options, `UnknownDatasetError` for a bad name and
+    `InputError` for bad input; the catalog is then unchanged.
+    """
+    from ddlx.datasets.catalog import read_registrations
+
+    spec = build_spec(name, mapping=mapping, preset=preset, time_unit=time_unit, tz=tz, origin=origin,
+                      delimiter=delimiter, registered=list(read_registrations(Path(home))))
+    return import_with_spec(spec, Path(source), Path(home), max_rejected_rows, progress)
+
+
+__all__ = [
+    "IMPORT_FORMAT", "MAPPING_KEYS", "PRESETS", "STATE_WORDS", "TIME_UNITS", "ImportAdapter", "ImportSpec",
+    "ImportSpecError", "Preset", "build_spec", "check_dataset_name", "import_dataset", "import_with_spec",
+    "jobs_sql", "locate_parts", "parse_mapping",
+]
