@@ -75,7 +75,7 @@ _DEFINITIONS = (
     Definition(
         "gpu_request.bucket", "GPU-request bucket", "GPUs",
         "Jobs grouped by GPUs requested: 0 (CPU only), (0,1) a fraction of one GPU, 1, (1,2], "
-        "(2,4], (4,8], >8.",
+        "(2,4], (4,8], >8; unknown where the trace gives no GPU count.",
     ),
 )
 

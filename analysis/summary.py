@@ -14,6 +14,7 @@ from ddlx.datasets import catalog
 from ddlx.errors import CatalogError
 
 GPU_BUCKETS_SQL = """CASE
+    WHEN num_gpus IS NULL THEN 'unknown'
     WHEN num_gpus = 0 THEN '0'
     WHEN num_gpus < 1 THEN '(0,1)'
     WHEN num_gpus = 1 THEN '1'
@@ -21,7 +22,7 @@ GPU_BUCKETS_SQL = """CASE
     WHEN num_gpus <= 4 THEN '(2,4]'
     WHEN num_gpus <= 8 THEN '(4,8]'
     ELSE '>8' END"""
-GPU_BUCKET_ORDER = ("0", "(0,1)", "1", "(1,2]", "(2,4]", "(4,8]", ">8")
+GPU_BUCKET_ORDER = ("0", "(0,1)", "1", "(1,2]", "(2,4]", "(4,8]", ">8", "unknown")
 GPU_HOURS_SQL = "coalesce(num_gpus * run_s, 0) / 3600.0"
 
 

@@ -39,6 +39,13 @@ def columns_struct(columns: dict[str, str]) -> str:
     return "{" + ", ".join(f"{sql_string(name)}: {sql_string(t)}" for name, t in columns.items()) + "}"
 
 
+def line_ending(csv_path: Path) -> str:
+    """`\\r\\n` when the first line of `csv_path` ends so (a Windows file), else `\\n`."""
+    with open(csv_path, "rb") as handle:
+        first = handle.readline(1 << 20)
+    return "\r\n" if first.endswith(b"\r\n") else "\n"
+
+
 def read_csv_sql(csv_path: Path, columns: dict[str, str], header: bool = False,
                  delimiter: str = ",", timestamp_format: str | None = None) -> str:
     """A read_csv table function call that keeps going past bad rows and stores them as rejects.
@@ -47,10 +54,11 @@ def read_csv_sql(csv_path: Path, columns: dict[str, str], header: bool = False,
     `timestamp_format` is the strict format of TIMESTAMP columns.
     """
     strict = f"timestampformat={sql_string(timestamp_format)}, " if timestamp_format else ""
+    new_line = "'\\r\\n'" if line_ending(csv_path) == "\r\n" else "'\\n'"
     return (
         f"read_csv({sql_string(str(csv_path))}, columns={columns_struct(columns)}, "
         f"header={str(header).lower()}, auto_detect=false, delim={sql_string(delimiter)}, "
-        "quote='\"', escape='\"', new_line='\\n', " + strict +
+        f"quote='\"', escape='\"', new_line={new_line}, " + strict +
         "store_rejects=true, ignore_errors=true, rejects_table='ddlx_rejects', "
         "rejects_scan='ddlx_reject_scans')"
     )
@@ -141,7 +149,11 @@ def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display:
         out_path.unlink(missing_ok=True)
         first = str(exc).strip().splitlines()[0]
         raise InputError(display, f"cannot be read as CSV ({first})") from None
-    rejected_lines = {r[0] for r in reject_rows}
+    first_per_line: dict[int, tuple] = {}
+    for row in reject_rows:
+        first_per_line.setdefault(row[0], row)
+    reject_rows = list(first_per_line.values())
+    rejected_lines = set(first_per_line)
     result = LoadResult(rows=int(rows), rejected=len(rejected_lines))
     if not reject_rows:
         return result

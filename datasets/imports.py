@@ -12,8 +12,8 @@ Input format
   Each file or member is one part; its `source_cluster` label is its file name without extension.
 - CSV files are read with a schema built from their header: mapped number columns (`duration`,
   `gpus`, `cpus`, `mem_gb`, `instances`, and the time columns when the time unit is numeric) are
-  DOUBLE, so a bad value is reported with its line; every other column is VARCHAR. Windows (CRLF)
-  line endings are refused with a message (the shared CSV loader reads `\\n` lines only).
+  DOUBLE, so a bad value is reported with its line; every other column is VARCHAR. Lines may end
+  with `\\n` or Windows' `\\r\\n`.
 - Parquet files keep their column types, except that mapped number columns become DOUBLE and
   mapped text columns (and time columns read as `datetime`) become VARCHAR.
 
@@ -637,15 +637,10 @@ def _csv_format(spec: ImportSpec, local: LocalPart) -> CsvFormat:
     display = local.part.display
     try:
         size = local.local_path.stat().st_size
-        with open(local.local_path, "rb") as handle:
-            first = handle.readline(1 << 20)
     except OSError as exc:
         raise InputError(display, f"cannot be read ({exc.strerror or exc})") from None
     if size == 0:
         raise InputError(display, "file is empty; expected a header line naming the columns, then rows")
-    if first.endswith(b"\r\n"):
-        raise InputError(display, "has Windows (CRLF) line endings, which ddlx cannot read yet; expected "
-                                  "'\\n' line endings (convert with: dos2unix FILE)", line=1)
     header = read_header(local.local_path, display, spec.delimiter)
     duplicated = sorted({name for name in header if name and header.count(name) > 1})
     if duplicated:

@@ -37,7 +37,7 @@ from ddlx.datasets.csvload import sql_string
 from ddlx.datasets.download import read_first_seen
 from ddlx.datasets.home import store_dir
 from ddlx.datasets.validation import run_checks, run_figures
-from ddlx.errors import UnknownDatasetError
+from ddlx.errors import DdlxError, UnknownDatasetError
 
 #: Bump when the stored tables or the manifest change shape, so unchanged inputs are ingested again.
 INGEST_FORMAT = 2
@@ -280,8 +280,12 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         for name, select in adapter.derived_tables(staging, set(present)).items():
             say(f"{adapter.name}: building {name}")
             out = sql_string(str(staging / f"{name}.parquet"))
-            rows[name] = int(con.execute(
-                f"COPY ({select}) TO {out} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0])
+            try:
+                rows[name] = int(con.execute(
+                    f"COPY ({select}) TO {out} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0])
+            except duckdb.Error as exc:
+                message = str(exc).strip().splitlines()[0]
+                raise DdlxError(f"{adapter.name}: cannot build {name} from the stored tables ({message})") from None
             present.append(name)
         say(f"{adapter.name}: validating")
         checks, figures = _run_checks(con, adapter, staging, present, rows)

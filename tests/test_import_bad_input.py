@@ -74,7 +74,8 @@ BAD_CSV_CASES = [
      ["--map", "submit=submit,duration=duration,gpus=gpus", "--time-unit", "datetime"],
      ["line 2", "cannot read '2017-10-03 00:08:00 PDT' as a date-time"]),
     ("empty file", "", ["--map", MAPPING], ["bad.csv", "file is empty"]),
-    ("windows line endings", GOOD.replace("\n", "\r\n"), ["--map", MAPPING], ["bad.csv", "line 1", "CRLF"]),
+    ("windows line endings, bad number", GOOD.replace("\n", "\r\n").replace(",60,", ",sixty,"),
+     ["--map", MAPPING], ["bad.csv", "line 2", "field 'duration'", "'sixty'"]),
     ("header names a column twice", "id,submit,submit,duration,gpus\nj,1,2,3,4\n", ["--map", MAPPING],
      ["bad.csv", "line 1", "'submit' twice"]),
 ]
@@ -171,3 +172,18 @@ def test_malformed_options_are_usage_errors(cli, tmp_path: Path, imported, optio
     for needle in needles:
         assert needle in flat, (needle, flat)
     _assert_untouched(imported)
+
+
+def test_windows_line_endings_read_like_unix_ones(cli, tmp_path: Path) -> None:
+    rows = {}
+    for name, text in (("unix", GOOD), ("windows", GOOD.replace("\n", "\r\n"))):
+        source = tmp_path / f"{name}.csv"
+        source.write_bytes(text.encode())
+        home = tmp_path / f"home-{name}"
+        result = cli("datasets", "import", "mine", "--from", source, "--map", MAPPING, "--data-home", home)
+        assert result.code == 0, result.err
+        query = cli("sql", "SELECT job_id, num_gpus, run_s, raw_state FROM jobs ORDER BY job_id",
+                    "--format", "csv", "--data-home", home)
+        rows[name] = query.out
+    assert rows["windows"] == rows["unix"]
+    assert rows["unix"].splitlines()[1:] == ["j1,1.0,60.0,COMPLETED", "j2,2.0,30.0,Failed", "j3,4.0,10.0,Killed"]
