@@ -48,6 +48,7 @@ from pathlib import Path
 
 import duckdb
 
+from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import (CsvFormat, LocalPart, SourcePart, TraceAdapter, load_csv_parts,
                                    missing_error, parquet_sql)
 from ddlx.datasets.csvload import LoadResult, read_header, sql_string
@@ -185,7 +186,6 @@ def bad_time_error(local: LocalPart, field: str, value: str) -> InputError:
 
 def jobs_sql(folder: Path) -> str:
     """The canonical `acme_jobs` rows."""
-    state_cases = " ".join(f"WHEN {sql_string(raw)} THEN {sql_string(state)}" for raw, state in STATE_MAP.items())
     return f"""
 SELECT
     '{TRACE}' AS trace,
@@ -209,7 +209,7 @@ SELECT
     CAST(1 AS BIGINT) AS num_tasks,
     CASE WHEN gpu_num > 0 THEN '{GPU_MODEL}' END AS gpu_type,
     false AS fractional_gpu,
-    CASE state {state_cases} END AS state,
+    {state_case_sql("state", STATE_MAP)} AS state,
     state AS raw_state
 FROM {parquet_sql(folder, TABLE)}
 """

@@ -55,6 +55,12 @@ JOB_COLUMNS: tuple[CanonicalColumn, ...] = (
 JOB_COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in JOB_COLUMNS)
 
 
+def state_case_sql(column: str, mapping: dict[str, str]) -> str:
+    """`CASE <column> WHEN '<raw>' THEN '<canonical>' ... END`: a trace's state mapping in SQL."""
+    cases = " ".join(f"WHEN '{raw.replace(chr(39), chr(39) * 2)}' THEN '{state}'" for raw, state in mapping.items())
+    return f"CASE {column} {cases} END"
+
+
 def jobs_table_name(trace: str) -> str:
     """The stored table of a trace's canonical job rows: `<trace>_jobs`, `-` read as `_`."""
     return f"{trace.replace('-', '_')}_jobs"

@@ -49,6 +49,7 @@ from pathlib import Path
 
 import duckdb
 
+from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import (
     CsvFormat,
     LocalPart,
@@ -197,7 +198,6 @@ def capacity_format(local: LocalPart) -> CsvFormat:
 
 def jobs_sql(folder: Path) -> str:
     """The canonical `helios_jobs` rows, from the stored `helios_cluster_log`."""
-    state_cases = " ".join(f"WHEN {sql_string(raw)} THEN {sql_string(state)}" for raw, state in STATE_MAP.items())
     return f"""
 SELECT
     '{TRACE}' AS trace,
@@ -221,7 +221,7 @@ SELECT
     CAST(1 AS BIGINT) AS num_tasks,
     NULL::VARCHAR AS gpu_type,
     false AS fractional_gpu,
-    CASE state {state_cases} END AS state,
+    {state_case_sql("state", STATE_MAP)} AS state,
     state AS raw_state
 FROM {parquet_sql(folder, LOG_TABLE)}
 """

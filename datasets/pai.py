@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets import pai_schema as schema
 from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
 from ddlx.datasets.registry import PAI
@@ -90,7 +91,6 @@ JOBS_INPUTS: tuple[str, ...] = ("pai_job_table", "pai_task_table", "pai_instance
 
 def jobs_sql(folder: Path, present: set[str]) -> str:
     """The canonical `pai_jobs` rows, from the stored job, task, instance (and group-tag) tables."""
-    state_cases = " ".join(f"WHEN '{raw}' THEN '{state}'" for raw, state in STATE_MAP.items())
     if "pai_group_tag_table" in present:
         tags = (
             'SELECT inst_id, mode("group") AS job_group, mode(workload) AS workload '
@@ -139,7 +139,7 @@ SELECT
     coalesce(t.num_tasks, 0) AS num_tasks,
     t.gpu_type,
     coalesce(t.fractional_gpu, false) AS fractional_gpu,
-    CASE j.status {state_cases} END AS state,
+    {state_case_sql("j.status", STATE_MAP)} AS state,
     j.status AS raw_state
 FROM {parquet_sql(folder, 'pai_job_table')} AS j
 LEFT JOIN tasks AS t USING (job_name)

@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, parquet_sql
 from ddlx.datasets.csvload import sql_string
 from ddlx.datasets.registry import PAI_V2023
@@ -163,8 +164,6 @@ def pod_select(part: SourcePart, columns: dict[str, str]) -> str:
 def jobs_sql(folder: Path) -> str:
     """The canonical `pai_v2023_jobs` rows: the pods of the default workload."""
     pods = parquet_sql(folder, PODS)
-    phase_cases = " ".join(f"WHEN {sql_string(raw)} THEN {sql_string(state)}"
-                           for raw, state in STATE_MAP.items())
     return f"""
 WITH pods AS (
     SELECT *, max(deletion_time) OVER () AS last_deletion
@@ -203,7 +202,7 @@ SELECT
     coalesce(shares_gpu, false) AS fractional_gpu,
     CASE WHEN scheduled_time IS NULL THEN 'pending'
          WHEN running_at_end THEN 'running'
-         ELSE CASE pod_phase {phase_cases} END END AS state,
+         ELSE {state_case_sql("pod_phase", STATE_MAP)} END AS state,
     pod_phase AS raw_state
 FROM judged
 """

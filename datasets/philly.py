@@ -65,6 +65,7 @@ from typing import Any
 
 import duckdb
 
+from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
 from ddlx.datasets.canonical import jobs_table_name
 from ddlx.datasets.csvload import LoadResult, load_csv_to_parquet, read_header, sql_string
@@ -236,7 +237,6 @@ def repeated_hour_sql(utc: str, local: str, tz: str = SOURCE_TZ) -> str:
 
 def jobs_sql(folder: Path) -> str:
     """The canonical `philly_jobs` rows, from the stored job log and the derived attempts."""
-    state_cases = " ".join(f"WHEN {sql_string(raw)} THEN {sql_string(state)}" for raw, state in STATE_MAP.items())
     return f"""
 WITH attempts AS (SELECT * FROM {parquet_sql(folder, ATTEMPTS_TABLE)}),
 largest AS (
@@ -274,7 +274,7 @@ SELECT
     CAST(1 AS BIGINT) AS num_tasks,
     NULL::VARCHAR AS gpu_type,
     false AS fractional_gpu,
-    CASE WHEN coalesce(s.running, false) THEN 'running' ELSE CASE j.status {state_cases} END END AS state,
+    CASE WHEN coalesce(s.running, false) THEN 'running' ELSE {state_case_sql("j.status", STATE_MAP)} END AS state,
     j.status AS raw_state
 FROM {parquet_sql(folder, JOB_LOG)} AS j
 LEFT JOIN span AS s USING (jobid)
