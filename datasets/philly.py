@@ -65,9 +65,8 @@ from typing import Any
 
 import duckdb
 
-from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
-from ddlx.datasets.canonical import jobs_table_name
+from ddlx.datasets.canonical import jobs_table_name, state_case_sql
 from ddlx.datasets.csvload import LoadResult, load_csv_to_parquet, read_header, sql_string
 from ddlx.datasets.registry import PHILLY
 from ddlx.datasets.validation import Check, Figure
