@@ -123,3 +123,39 @@ def test_main_job_without_data_uses_a_labelled_synthetic_sample(cli, tmp_path: P
     # A second run reuses the sample instead of generating it again.
     again = cli("analyze", "pai-trace", "--out", out, "--data-home", home)
     assert again.code == 0 and "nothing to do" in again.err
+
+
+def _jobs_in_release(trace: str, release: Path) -> int:
+    """Jobs of a generated release, counted from its files with the csv, json, tarfile and zipfile modules."""
+    import tarfile
+    import zipfile
+
+    def csv_rows(handle: io.TextIOBase) -> int:
+        return sum(1 for _ in csv.reader(handle)) - 1  # minus the header
+
+    if trace == "helios":
+        with zipfile.ZipFile(release / "data.zip") as zf:
+            return sum(csv_rows(io.TextIOWrapper(zf.open(name), encoding="utf-8"))
+                       for name in zf.namelist() if name.endswith("cluster_log.csv"))
+    if trace == "acme":
+        return sum(csv_rows(open(path, encoding="utf-8")) for path in release.glob("trace_*.csv"))
+    if trace == "pai-v2023":
+        return csv_rows(open(release / "openb_pod_list_default.csv", encoding="utf-8"))
+    with tarfile.open(release / "trace-data.tar.gz") as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("cluster_job_log"))
+        return len(json.load(tar.extractfile(member)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trace", ["philly", "helios", "pai-v2023", "acme"])
+def test_every_trace_has_a_labelled_synthetic_sample(cli, tmp_path: Path, trace: str) -> None:
+    home, out = tmp_path / "empty-home", tmp_path / "results"
+    result = cli("analyze", f"{trace}-trace", "--out", out, "--data-home", home)
+    assert result.code == 0, result.err
+    assert result.out.count("SYNTHETIC") >= 2
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["label"] == "SYNTHETIC" and summary["trace"] == trace
+    value = {m["name"]: m["value"] for m in summary["metrics"]}
+    release = home / "samples" / f"{trace}-synthetic" / "release"
+    assert value["jobs"] == _jobs_in_release(trace, release)
+    assert not (home / "catalog.duckdb").exists()
