@@ -50,7 +50,7 @@ import duckdb
 
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import (CsvFormat, LocalPart, SourcePart, TraceAdapter, load_csv_parts,
-                                   missing_error, parquet_sql)
+                                   missing_error)
 from ddlx.datasets.csvload import LoadResult, read_header, sql_string
 from ddlx.datasets.registry import ACME
 from ddlx.datasets.validation import Check, Figure
@@ -184,7 +184,7 @@ def bad_time_error(local: LocalPart, field: str, value: str) -> InputError:
 # -- canonical jobs ----------------------------------------------------------------------------
 
 
-def jobs_sql(folder: Path) -> str:
+def jobs_sql() -> str:
     """The canonical `acme_jobs` rows."""
     return f"""
 SELECT
@@ -211,7 +211,7 @@ SELECT
     false AS fractional_gpu,
     {state_case_sql("state", STATE_MAP)} AS state,
     state AS raw_state
-FROM {parquet_sql(folder, TABLE)}
+FROM {TABLE}
 """
 
 
@@ -314,9 +314,9 @@ class AcmeAdapter(TraceAdapter):
                 raise
             raise bad_time_error(local, bad.group(1), bad.group(2)) from None
 
-    def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
+    def derived_views(self, present: set[str]) -> dict[str, str]:
         if TABLE in present:
-            return {self.jobs_table: jobs_sql(folder)}
+            return {self.jobs_table: jobs_sql()}
         return {}
 
     def validation_checks(self, present: set[str]) -> list[Check]:

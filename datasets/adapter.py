@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 
 from ddlx.datasets.canonical import jobs_table_name
-from ddlx.datasets.csvload import LoadResult, check_header, load_csv_to_parquet, sql_string
+from ddlx.datasets.csvload import CsvSource, LoadResult, check_header, load_csv_sources, sql_string
 from ddlx.datasets.registry import TraceInfo
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError
@@ -140,6 +140,14 @@ class TraceAdapter:
         """
         return {}
 
+    def derived_views(self, present: set[str]) -> dict[str, str]:
+        """SELECTs over the stored tables (by name) that the catalog keeps as views, in order.
+
+        For tables that are a plain projection of one stored table (the canonical jobs of most
+        traces): a view costs nothing at ingest and reads as fast as a copy would.
+        """
+        return {}
+
     def validation_checks(self, present: set[str]) -> list[Check]:
         """Data-quality checks on the tables in `present` (referred to by name)."""
         return []
@@ -151,34 +159,16 @@ class TraceAdapter:
 
 def load_csv_parts(con: duckdb.DuckDBPyConnection, parts: list[LocalPart], out_path: Path,
                    max_rejected_rows: int, format_of: Any) -> LoadResult:
-    """Load each CSV part with its format, then merge the parts into one Parquet file."""
-    if len(parts) == 1:
-        return _load_one(con, parts[0], out_path, max_rejected_rows, format_of)
-    total = LoadResult(rows=0)
-    part_paths = []
-    try:
-        for index, local in enumerate(parts):
-            part_path = out_path.with_name(f"{out_path.stem}.part{index}.parquet")
-            part_paths.append(part_path)
-            merge_results(total, _load_one(con, local, part_path, max_rejected_rows, format_of))
-        sources = ", ".join(sql_string(str(p)) for p in part_paths)
-        con.execute(f"COPY (SELECT * FROM read_parquet([{sources}], union_by_name=true)) "
-                    f"TO {sql_string(str(out_path))} (FORMAT parquet, COMPRESSION zstd)")
-    finally:
-        for part_path in part_paths:
-            part_path.unlink(missing_ok=True)
-    return total
-
-
-def _load_one(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Path,
-              max_rejected_rows: int, format_of: Any) -> LoadResult:
-    fmt: CsvFormat = format_of(local.part)
-    if fmt.header and local.local_path.stat().st_size > 0:
-        check_header(local.local_path, local.part.display, fmt.expected_header or tuple(fmt.columns),
-                     fmt.delimiter)
-    return load_csv_to_parquet(con, local.local_path, local.part.display, fmt.columns, fmt.select,
-                               out_path, max_rejected_rows, header=fmt.header,
-                               delimiter=fmt.delimiter, timestamp_format=fmt.timestamp_format)
+    """Load the CSV parts, each with its format (headers checked first), into one Parquet file."""
+    sources = []
+    for local in parts:
+        fmt: CsvFormat = format_of(local.part)
+        if fmt.header and local.local_path.stat().st_size > 0:
+            check_header(local.local_path, local.part.display,
+                         fmt.expected_header or tuple(fmt.columns), fmt.delimiter)
+        sources.append(CsvSource(local.local_path, local.part.display, fmt.columns, fmt.select,
+                                 fmt.header, fmt.delimiter, fmt.timestamp_format))
+    return load_csv_sources(con, sources, out_path, max_rejected_rows)
 
 
 def merge_results(total: LoadResult, part: LoadResult) -> None:

@@ -94,11 +94,15 @@ def write_catalog(home: Path, registrations: dict[str, Registration]) -> Path:
                     [reg.trace, reg.version, str(reg.store_dir), reg.tables, reg.synthetic,
                      reg.ingested_at, reg.ddlx_version, json.dumps(reg.manifest)],
                 )
+                views = reg.manifest.get("views", {})
                 for table in reg.tables:
-                    con.execute(
-                        f'CREATE VIEW "{table}" AS SELECT * FROM '
-                        f"read_parquet({sql_string(str(reg.parquet_path(table)))})"
-                    )
+                    if table not in views:
+                        con.execute(
+                            f'CREATE VIEW "{table}" AS SELECT * FROM '
+                            f"read_parquet({sql_string(str(reg.parquet_path(table)))})"
+                        )
+                for name, select in views.items():
+                    con.execute(f'CREATE VIEW "{name}" AS {select}')
                 if jobs_table_name(reg.trace) in reg.tables:
                     job_sources.append(conform_jobs_sql(f'"{jobs_table_name(reg.trace)}"'))
             jobs_sql = " UNION ALL ".join(job_sources) if job_sources else empty_jobs_sql()

@@ -118,46 +118,83 @@ def check_header(csv_path: Path, display: str, expected: Sequence[str], delimite
                          f"{delimiter.join(expected)!r}", line=1)
 
 
+@dataclass(frozen=True)
+class CsvSource:
+    """One CSV file to load: its schema and the SELECT (reading FROM `{src}`) applied to its rows.
+
+    `display` is the name used in messages (e.g. `pai_job_table.tar.gz:pai_job_table.csv`).
+    """
+
+    path: Path
+    display: str
+    columns: dict[str, str]
+    select: str = "SELECT * FROM {src}"
+    header: bool = False
+    delimiter: str = ","
+    timestamp_format: str | None = None
+
+    def query(self) -> str:
+        return self.select.replace("{src}", read_csv_sql(
+            self.path, self.columns, self.header, self.delimiter, self.timestamp_format))
+
+
 def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display: str,
                         columns: dict[str, str], select_sql: str, out_path: Path,
                         max_rejected_rows: int = 0, header: bool = False,
                         delimiter: str = ",", timestamp_format: str | None = None) -> LoadResult:
     """Read `csv_path` with `columns`, apply `select_sql` (which reads FROM `src`), write zstd Parquet.
 
-    `display` is the name used in messages (e.g. `pai_job_table.tar.gz:pai_job_table.csv`).
-    With `header`, the first line must be there and is skipped (callers check its names).
-    Raises `InputError` for an empty file or when more than `max_rejected_rows` rows are bad;
-    the Parquet file is then removed.
+    See `load_csv_sources`.
     """
-    if csv_path.stat().st_size == 0:
-        kind = "a header line and CSV rows" if header else "headerless CSV rows"
-        raise InputError(
-            display, f"file is empty; expected {kind} of {len(columns)} fields ({','.join(columns)})"
-        )
+    source = CsvSource(csv_path, display, columns, select_sql, header, delimiter, timestamp_format)
+    return load_csv_sources(con, [source], out_path, max_rejected_rows)
+
+
+def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], out_path: Path,
+                     max_rejected_rows: int = 0) -> LoadResult:
+    """Read every CSV of `sources` and write their rows (combined by column name) to one zstd
+    Parquet file in a single pass.
+
+    With `header`, a file's first line must be there and is skipped (callers check its names).
+    Raises `InputError` for an empty file or when more than `max_rejected_rows` rows (over all the
+    files) are bad; the Parquet file is then removed.
+    """
+    for source in sources:
+        if source.path.stat().st_size == 0:
+            kind = "a header line and CSV rows" if source.header else "headerless CSV rows"
+            raise InputError(source.display, f"file is empty; expected {kind} of {len(source.columns)} "
+                             f"fields ({','.join(source.columns)})")
     con.execute("DROP TABLE IF EXISTS ddlx_rejects; DROP TABLE IF EXISTS ddlx_reject_scans")
-    query = select_sql.replace("{src}", read_csv_sql(csv_path, columns, header, delimiter, timestamp_format))
+    query = " UNION ALL BY NAME ".join(f"({source.query()})" for source in sources)
     try:
         rows = con.execute(
-            f"COPY ({query}) TO {sql_string(str(out_path))} "
-            "(FORMAT parquet, COMPRESSION zstd)"
+            f"COPY ({query}) TO {sql_string(str(out_path))} (FORMAT parquet, COMPRESSION zstd)"
         ).fetchall()[0][0]
         reject_rows = con.execute(
-            "SELECT line, column_name, CAST(error_type AS VARCHAR), csv_line, error_message "
-            "FROM ddlx_rejects ORDER BY line"
+            "SELECT s.file_path, e.line, e.column_name, CAST(e.error_type AS VARCHAR), e.csv_line, "
+            "e.error_message FROM ddlx_rejects AS e JOIN ddlx_reject_scans AS s USING (scan_id, file_id) "
+            "ORDER BY s.file_path, e.line"
         ).fetchall()
     except duckdb.Error as exc:
         out_path.unlink(missing_ok=True)
+        if len(sources) > 1:  # find out which file it is, reading them one by one
+            for source in sources:
+                load_csv_sources(con, [source], out_path, max_rejected_rows)
+                out_path.unlink(missing_ok=True)
         first = str(exc).strip().splitlines()[0]
-        raise InputError(display, f"cannot be read as CSV ({first})") from None
-    first_per_line: dict[int, tuple] = {}
+        raise InputError(sources[0].display, f"cannot be read as CSV ({first})") from None
+    by_path = {str(source.path): source for source in sources}
+    first_per_line: dict[tuple[str, int], tuple] = {}
     for row in reject_rows:
-        first_per_line.setdefault(row[0], row)
-    reject_rows = list(first_per_line.values())
-    rejected_lines = set(first_per_line)
-    result = LoadResult(rows=int(rows), rejected=len(rejected_lines))
-    if not reject_rows:
+        first_per_line.setdefault((row[0], row[1]), row)
+    result = LoadResult(rows=int(rows), rejected=len(first_per_line))
+    if not first_per_line:
         return result
-    errors = [describe_reject(display, columns, *r, delimiter=delimiter) for r in reject_rows]
+    errors = []
+    for path, line, column, error_type, csv_line, message in first_per_line.values():
+        source = by_path.get(path, sources[0])
+        errors.append(describe_reject(source.display, source.columns, line, column, error_type,
+                                      csv_line, message, delimiter=source.delimiter))
     if result.rejected > max_rejected_rows:
         out_path.unlink(missing_ok=True)
         error = errors[0]

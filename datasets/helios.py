@@ -57,7 +57,6 @@ from ddlx.datasets.adapter import (
     TraceAdapter,
     load_csv_parts,
     missing_error,
-    parquet_sql,
 )
 from ddlx.datasets.archives import archive_member_names, member_matches
 from ddlx.datasets.csvload import LoadResult, read_header, sql_string
@@ -196,7 +195,7 @@ def capacity_format(local: LocalPart) -> CsvFormat:
 # -- canonical jobs -----------------------------------------------------------------------------
 
 
-def jobs_sql(folder: Path) -> str:
+def jobs_sql() -> str:
     """The canonical `helios_jobs` rows, from the stored `helios_cluster_log`."""
     return f"""
 SELECT
@@ -223,7 +222,7 @@ SELECT
     false AS fractional_gpu,
     {state_case_sql("state", STATE_MAP)} AS state,
     state AS raw_state
-FROM {parquet_sql(folder, LOG_TABLE)}
+FROM {LOG_TABLE}
 """
 
 
@@ -398,9 +397,9 @@ class HeliosAdapter(TraceAdapter):
             return load_csv_parts(con, parts, out_path, max_rejected_rows, formats.__getitem__)
         return super().load_table(con, table, parts, out_path, max_rejected_rows)
 
-    def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
+    def derived_views(self, present: set[str]) -> dict[str, str]:
         if LOG_TABLE in present:
-            return {self.jobs_table: jobs_sql(folder)}
+            return {self.jobs_table: jobs_sql()}
         return {}
 
     def validation_checks(self, present: set[str]) -> list[Check]:

@@ -182,11 +182,27 @@ class _Inputs:
         return entries
 
 
-def _run_checks(con: duckdb.DuckDBPyConnection, adapter: TraceAdapter, staging: Path,
-                present: list[str], rows: dict[str, int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _create_views(con: duckdb.DuckDBPyConnection, adapter: TraceAdapter, staging: Path,
+                  present: list[str], rows: dict[str, int]) -> dict[str, str]:
+    """Name every stored table in `con`, then create the adapter's derived views (counting their
+    rows); return the views' SQL, which the catalog recreates."""
     for table in present:
         path = sql_string(str(staging / f"{table}.parquet"))
         con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet({path})')
+    views = adapter.derived_views(set(present))
+    for name, select in views.items():
+        try:
+            con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {select}')
+            rows[name] = int(con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0])
+        except duckdb.Error as exc:
+            message = str(exc).strip().splitlines()[0]
+            raise DdlxError(f"{adapter.name}: cannot build {name} from the stored tables ({message})") from None
+        present.append(name)
+    return views
+
+
+def _run_checks(con: duckdb.DuckDBPyConnection, adapter: TraceAdapter,
+                present: list[str], rows: dict[str, int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     checks = run_checks(con, adapter.validation_checks(set(present)), rows)
     figures = run_figures(con, adapter.figures(set(present)))
     return checks, figures
@@ -287,8 +303,9 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
                 message = str(exc).strip().splitlines()[0]
                 raise DdlxError(f"{adapter.name}: cannot build {name} from the stored tables ({message})") from None
             present.append(name)
+        views = _create_views(con, adapter, staging, present, rows)
         say(f"{adapter.name}: validating")
-        checks, figures = _run_checks(con, adapter, staging, present, rows)
+        checks, figures = _run_checks(con, adapter, present, rows)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         con.close()
@@ -303,6 +320,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         "synthetic_details": synthetic_details,
         "source_tz": adapter.source_tz,
         "adapter_options": adapter.options,
+        "views": views,
         "inputs": manifest_inputs,
         "rows": rows,
         "validation": checks,

@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ddlx.datasets.canonical import state_case_sql
-from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, parquet_sql
+from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter
 from ddlx.datasets.csvload import sql_string
 from ddlx.datasets.registry import PAI_V2023
 from ddlx.datasets.validation import Check, Figure
@@ -161,9 +161,9 @@ def pod_select(part: SourcePart, columns: dict[str, str]) -> str:
 # -- canonical jobs ----------------------------------------------------------------------------
 
 
-def jobs_sql(folder: Path) -> str:
+def jobs_sql() -> str:
     """The canonical `pai_v2023_jobs` rows: the pods of the default workload."""
-    pods = parquet_sql(folder, PODS)
+    pods = PODS
     return f"""
 WITH pods AS (
     SELECT *, max(deletion_time) OVER () AS last_deletion
@@ -366,9 +366,9 @@ class PaiV2023Adapter(TraceAdapter):
         columns = SHORT_POD_COLUMNS if workload.startswith(SHORT_POD_LIST_PREFIX) else POD_COLUMNS
         return CsvFormat(columns=columns, select=pod_select(part, columns), header=True)
 
-    def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
+    def derived_views(self, present: set[str]) -> dict[str, str]:
         if PODS in present:
-            return {self.jobs_table: jobs_sql(folder)}
+            return {self.jobs_table: jobs_sql()}
         return {}
 
     def validation_checks(self, present: set[str]) -> list[Check]:
