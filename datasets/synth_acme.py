@@ -56,7 +56,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ddlx.datasets.synth_common import choice_from, lognormal, stream_rng, temp_path_in
+from ddlx.datasets.synth_common import check_scale_and_seed, choice_from, lognormal, stream_rng, temp_path_in
 
 __all__ = ["generate_acme", "SEREN_COLUMNS", "KALOS_COLUMNS", "FILE_NAMES", "JOB_TYPES", "STATES"]
 
@@ -472,15 +472,6 @@ def _job_frame(seed: int, cluster: _Cluster, jobs: _Jobs) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
-def _check_arguments(scale: float, seed: int) -> int:
-    """Validate scale (> 0, finite) and seed (non-negative int); return the seed as int."""
-    if isinstance(scale, bool) or not (isinstance(scale, (int, float)) and math.isfinite(scale)
-                                       and scale > 0):
-        raise ValueError(f"scale must be > 0, got {scale!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
-
 
 def generate_acme(out_dir: Path, scale: float = 1.0, seed: int = 0,
                   progress: Callable[[str], None] | None = None) -> list[Path]:
@@ -489,7 +480,7 @@ def generate_acme(out_dir: Path, scale: float = 1.0, seed: int = 0,
     `scale` multiplies job counts (1.0 ~ the real trace: 1,031,550 Seren and 62,413 Kalos jobs);
     `seed` (a non-negative int) fixes every byte; `progress` receives one message per file.
     """
-    seed = _check_arguments(scale, seed)
+    seed = check_scale_and_seed(scale, seed)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     temps: dict[str, Path] = {}

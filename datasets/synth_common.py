@@ -7,6 +7,7 @@ the same bytes.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 import tarfile
@@ -29,6 +30,16 @@ TAR_MEMBER_MODE = 0o644
 COPY_BLOCK = 8 << 20
 
 _HEX_PAIRS = np.frombuffer(b"".join(b"%02x" % i for i in range(256)), dtype=np.uint16)
+
+
+def check_scale_and_seed(scale: float, seed: int) -> int:
+    """`ValueError` unless `scale` is a finite number above 0 and `seed` a non-negative int;
+    returns the seed as an int."""
+    if isinstance(scale, bool) or not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be > 0, got {scale!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
 
 
 def stream_rng(seed: int, stream: int, *keys: int) -> np.random.Generator:

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ddlx.datasets.synth_common import choice_from, pack_zip, stream_rng, temp_path_in
+from ddlx.datasets.synth_common import check_scale_and_seed, choice_from, pack_zip, stream_rng, temp_path_in
 
 __all__ = ["generate_helios", "CLUSTERS", "LOG_COLUMNS", "STATES"]
 
@@ -707,14 +707,6 @@ def _write_csv(frame: pl.DataFrame, path: Path) -> None:
                     datetime_format=TIME_FORMAT, date_format=DATE_FORMAT, quote_style="necessary")
 
 
-def _validate(scale: float, seed: int) -> int:
-    """Check the arguments like generate_pai; return the seed as an int."""
-    if isinstance(scale, bool) or not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be > 0, got {scale!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
-
 
 def generate_helios(out_dir: Path, scale: float = 1.0, seed: int = 0,
                     progress: Callable[[str], None] | None = None, pack: bool = True) -> list[Path]:
@@ -728,7 +720,7 @@ def generate_helios(out_dir: Path, scale: float = 1.0, seed: int = 0,
     Files are written to temp names and renamed at the end, so an interrupted run leaves no
     file under a final name.
     """
-    seed = _validate(scale, seed)
+    seed = check_scale_and_seed(scale, seed)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     pools = _name_pools(seed, scale)

@@ -22,7 +22,6 @@ one GPU (per instance); memory in GB; read/write in bytes.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ import polars as pl
 
 from ddlx.datasets import pai_schema as schema
 from ddlx.datasets.synth_common import (
+    check_scale_and_seed,
     choice_from,
     float_series,
     gather_names,
@@ -885,11 +885,7 @@ def generate_pai(out_dir: Path, scale: float = 1.0, seed: int = 0,
     (the others are still modelled where needed, so the rows are the same as in a full run);
     `progress` receives one short message per finished table.
     """
-    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be > 0, got {scale!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    seed = int(seed)
+    seed = check_scale_and_seed(scale, seed)
     wanted = _requested_tables(tables)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

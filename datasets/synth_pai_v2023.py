@@ -44,7 +44,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ddlx.datasets.synth_common import choice_from, gather_names, lognormal, stream_rng, temp_path_in
+from ddlx.datasets.synth_common import (check_scale_and_seed, choice_from, gather_names, lognormal,
+                                       stream_rng, temp_path_in)
 
 __all__ = ["generate_pai_v2023", "FILE_NAMES", "NODE_COLUMNS", "POD_COLUMNS", "MULTIGPU_COLUMNS"]
 
@@ -556,15 +557,6 @@ def _write_csv(frame: pl.DataFrame, path: Path) -> None:
                     null_value="", quote_style="necessary")
 
 
-def _check_arguments(scale: float, seed: int) -> int:
-    """Validate scale (> 0, finite) and seed (non-negative int); return the seed as int."""
-    if isinstance(scale, bool) or not (isinstance(scale, (int, float)) and math.isfinite(scale)
-                                       and scale > 0):
-        raise ValueError(f"scale must be > 0, got {scale!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
-
 
 def generate_pai_v2023(out_dir: Path, scale: float = 1.0, seed: int = 0,
                        progress: Callable[[str], None] | None = None) -> list[Path]:
@@ -573,7 +565,7 @@ def generate_pai_v2023(out_dir: Path, scale: float = 1.0, seed: int = 0,
     `scale` multiplies nodes and pods (1.0 ~ the real release: 1,523 nodes, 8,152 default pods);
     `seed` (a non-negative int) fixes every byte; `progress` receives one message per file.
     """
-    seed = _check_arguments(scale, seed)
+    seed = check_scale_and_seed(scale, seed)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     nodes = _build_nodes(seed, scale)

@@ -49,6 +49,7 @@ import numpy as np
 import polars as pl
 
 from ddlx.datasets.synth_common import (
+    check_scale_and_seed,
     choice_from,
     group_offsets,
     hex_ids,
@@ -1160,14 +1161,6 @@ def _write_util_logs(seed: int, machines: _Machines, attempts: _Attempts, placem
 # --------------------------------------------------------------------------------------------
 
 
-def _check_arguments(scale: float, seed: int) -> int:
-    """Validate like generate_pai: scale finite > 0, seed a non-negative int."""
-    if isinstance(scale, bool) or not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be > 0, got {scale!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
-
 
 def generate_philly(out_dir: Path, scale: float = 1.0, seed: int = 0,
                     progress: Callable[[str], None] | None = None, pack: bool = True) -> list[Path]:
@@ -1179,7 +1172,7 @@ def generate_philly(out_dir: Path, scale: float = 1.0, seed: int = 0,
     the archive is returned; otherwise the five loose files are. `progress` receives one short
     message per finished file.
     """
-    seed = _check_arguments(scale, seed)
+    seed = check_scale_and_seed(scale, seed)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda message: None)
