@@ -117,3 +117,16 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
         return CliResult(code, captured.out, captured.err)
 
     return invoke
+
+
+def assert_clean_failure(result, *needles: str) -> str:
+    """A failed command as a user must see it: exit 1, one `Error:` line (the last one; progress
+    lines may precede it) holding every needle, no traceback. Returns that line."""
+    assert result.code == 1, (result.code, result.err)
+    lines = result.err.strip().splitlines()
+    errors = [line for line in lines if line.startswith("Error: ")]
+    assert len(errors) == 1 and lines[-1] == errors[0], result.err
+    assert "Traceback" not in result.err
+    for needle in needles:
+        assert needle in errors[0], (needle, errors[0])
+    return errors[0]

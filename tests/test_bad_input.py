@@ -10,21 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PAI_FIXTURE, write_pai_release
+from tests.conftest import PAI_FIXTURE, assert_clean_failure, write_pai_release
 
 
 def _job_rows(*extra: str) -> bytes:
     return ("\n".join(PAI_FIXTURE["pai_job_table"] + list(extra)) + "\n").encode()
 
 
-def _assert_clean_failure(result, *needles: str) -> None:
-    assert result.code == 1
-    lines = result.err.strip().splitlines()
-    errors = [line for line in lines if line.startswith("Error: ")]
-    assert len(errors) == 1 and lines[-1] == errors[0], result.err  # progress lines may precede it
-    assert "Traceback" not in result.err
-    for needle in needles:
-        assert needle in errors[0], (needle, errors[0])
 
 
 @pytest.fixture
@@ -55,7 +47,7 @@ def _assert_untouched(ingested: tuple[Path, bytes, list[str]]) -> None:
 def test_bad_csv_content(cli, tmp_path: Path, ingested, name: str, rows: bytes, needles: list[str]) -> None:
     release = write_pai_release(tmp_path / "bad", overrides={"pai_job_table": rows})
     result = cli("datasets", "ingest", "pai", "--from", release, "--data-home", ingested[0])
-    _assert_clean_failure(result, *needles)
+    assert_clean_failure(result, *needles)
     _assert_untouched(ingested)
 
 
@@ -83,7 +75,7 @@ def test_truncated_archive(cli, tmp_path: Path, ingested) -> None:
     data = buffer.getvalue()
     (release / "pai_instance_table.tar.gz").write_bytes(data[: len(data) // 2])
     result = cli("datasets", "ingest", "pai", "--from", release, "--data-home", ingested[0])
-    _assert_clean_failure(result, "pai_instance_table.tar.gz", "truncated or corrupt")
+    assert_clean_failure(result, "pai_instance_table.tar.gz", "truncated or corrupt")
     _assert_untouched(ingested)
 
 
@@ -91,7 +83,7 @@ def test_not_a_gzip_archive(cli, tmp_path: Path, ingested) -> None:
     release = write_pai_release(tmp_path / "bad")
     (release / "pai_task_table.tar.gz").write_bytes(gzip.compress(b"plain text, not a tar"))
     result = cli("datasets", "ingest", "pai", "--from", release, "--data-home", ingested[0])
-    _assert_clean_failure(result, "pai_task_table.tar.gz")
+    assert_clean_failure(result, "pai_task_table.tar.gz")
     _assert_untouched(ingested)
 
 
@@ -100,20 +92,20 @@ def test_folder_missing_tables(cli, tmp_path: Path, ingested) -> None:
     (release / "pai_sensor_table.tar.gz").unlink()
     (release / "pai_machine_metric.tar.gz").unlink()
     result = cli("datasets", "ingest", "pai", "--from", release, "--data-home", ingested[0])
-    _assert_clean_failure(result, "missing table files", "pai_sensor_table.csv or pai_sensor_table.tar.gz",
+    assert_clean_failure(result, "missing table files", "pai_sensor_table.csv or pai_sensor_table.tar.gz",
                           "pai_machine_metric")
     _assert_untouched(ingested)
 
 
 def test_missing_folder_and_unknown_names(cli, tmp_path: Path, home: Path) -> None:
-    _assert_clean_failure(cli("datasets", "ingest", "pai", "--from", tmp_path / "nope", "--data-home", home),
+    assert_clean_failure(cli("datasets", "ingest", "pai", "--from", tmp_path / "nope", "--data-home", home),
                           "nope", "does not exist")
-    _assert_clean_failure(cli("datasets", "ingest", "philly2", "--from", tmp_path, "--data-home", home),
+    assert_clean_failure(cli("datasets", "ingest", "philly2", "--from", tmp_path, "--data-home", home),
                           "unknown trace 'philly2'", "pai")
-    _assert_clean_failure(cli("datasets", "ingest", "pai", "--from", tmp_path, "--table", "pai_x",
+    assert_clean_failure(cli("datasets", "ingest", "pai", "--from", tmp_path, "--table", "pai_x",
                               "--data-home", home), "unknown table 'pai_x'")
-    _assert_clean_failure(cli("sql", "SELECT 1", "--data-home", home), "no catalog")
-    _assert_clean_failure(cli("datasets", "info", "pai", "--data-home", home), "not ingested")
+    assert_clean_failure(cli("sql", "SELECT 1", "--data-home", home), "no catalog")
+    assert_clean_failure(cli("datasets", "info", "pai", "--data-home", home), "not ingested")
 
 
 def test_users_files_are_not_modified(cli, pai_release: Path, home: Path) -> None:

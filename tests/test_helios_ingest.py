@@ -13,7 +13,7 @@ import pytest
 
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
-from tests.conftest import SHARED_TRACES
+from tests.conftest import SHARED_TRACES, assert_clean_failure
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 LOG_HEADER = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue"
@@ -265,14 +265,6 @@ def test_each_table_takes_the_clusters_it_finds(tmp_path: Path) -> None:
 # -- bad input, through the CLI: one Error line, exit 1, previous catalog and store unchanged ------------
 
 
-def _assert_clean_failure(result, *needles: str) -> None:
-    assert result.code == 1
-    lines = result.err.strip().splitlines()
-    errors = [line for line in lines if line.startswith("Error: ")]
-    assert len(errors) == 1 and lines[-1] == errors[0], result.err
-    assert "Traceback" not in result.err
-    for needle in needles:
-        assert needle in errors[0], (needle, errors[0])
 
 
 @pytest.fixture
@@ -320,7 +312,7 @@ def test_bad_content(cli, tmp_path: Path, ingested, name: str, packing: str, ove
     else:
         source = write_folders(tmp_path / "bad", files)
     result = cli("datasets", "ingest", "helios", "--from", source, "--data-home", ingested[0])
-    _assert_clean_failure(result, *needles)
+    assert_clean_failure(result, *needles)
     _assert_untouched(ingested)
 
 
@@ -328,7 +320,7 @@ def test_zip_without_cluster_files(cli, tmp_path: Path, ingested) -> None:
     source = write_zip(tmp_path / "bad" / "data.zip", {"README.md": b"nothing here\n",
                                                         "Mars/cluster_log.csv": LOG_HEADER.encode()})
     result = cli("datasets", "ingest", "helios", "--from", source.parent, "--data-home", ingested[0])
-    _assert_clean_failure(result, "data.zip", "archive holds no cluster file", "data/<Cluster>/cluster_log.csv",
+    assert_clean_failure(result, "data.zip", "archive holds no cluster file", "data/<Cluster>/cluster_log.csv",
                           "Earth, Saturn, Uranus, Venus")
     _assert_untouched(ingested)
 
@@ -340,7 +332,7 @@ def test_corrupt_zip(cli, tmp_path: Path, ingested, damage: str) -> None:
     bad.parent.mkdir()
     bad.write_bytes(good[: len(good) // 2] if damage == "truncated" else b"PK\x03\x04 not really a zip")
     result = cli("datasets", "ingest", "helios", "--from", bad, "--data-home", ingested[0])
-    _assert_clean_failure(result, "data.zip", "truncated or corrupt")
+    assert_clean_failure(result, "data.zip", "truncated or corrupt")
     _assert_untouched(ingested)
 
 
@@ -355,7 +347,7 @@ def test_corrupt_member_data(cli, tmp_path: Path, ingested) -> None:
     data[middle:middle + 64] = bytes(64)
     bad.write_bytes(bytes(data))
     result = cli("datasets", "ingest", "helios", "--from", bad, "--data-home", ingested[0])
-    _assert_clean_failure(result, "data.zip", "truncated or corrupt")
+    assert_clean_failure(result, "data.zip", "truncated or corrupt")
     _assert_untouched(ingested)
 
 
@@ -363,10 +355,10 @@ def test_missing_table_files_and_wrong_file(cli, tmp_path: Path, ingested) -> No
     only_capacity = write_folders(tmp_path / "capacity", {k: v for k, v in release_files().items()
                                                           if k.endswith("gpu_number.csv")})
     result = cli("datasets", "ingest", "helios", "--from", only_capacity, "--data-home", ingested[0])
-    _assert_clean_failure(result, "missing table files", "data/<Cluster>/cluster_log.csv", "data.zip")
+    assert_clean_failure(result, "missing table files", "data/<Cluster>/cluster_log.csv", "data.zip")
     tarball = tmp_path / "data.tar.gz"
     tarball.write_bytes(b"")
-    _assert_clean_failure(cli("datasets", "ingest", "helios", "--from", tarball, "--data-home", ingested[0]),
+    assert_clean_failure(cli("datasets", "ingest", "helios", "--from", tarball, "--data-home", ingested[0]),
                           "not a zip archive", "expected data.zip")
     _assert_untouched(ingested)
 

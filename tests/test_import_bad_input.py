@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_pai_release
+from tests.conftest import assert_clean_failure, write_pai_release
 
 GOOD = "id,submit,duration,gpus,status\nj1,1000,60,1,COMPLETED\nj2,2000,30,2,Failed\nj3,3000,10,4,Killed\n"
 MAPPING = "job_id=id,submit=submit,duration=duration,gpus=gpus,state=status"
@@ -44,15 +44,6 @@ def _assert_untouched(imported) -> None:
     assert _store(home) == store
 
 
-def _assert_clean_failure(result, *needles: str) -> str:
-    assert result.code == 1, (result.code, result.err)
-    lines = result.err.strip().splitlines()
-    errors = [line for line in lines if line.startswith("Error: ")]
-    assert len(errors) == 1 and lines[-1] == errors[0], result.err  # progress lines may precede it
-    assert "Traceback" not in result.err
-    for needle in needles:
-        assert needle in errors[0], (needle, errors[0])
-    return errors[0]
 
 
 def _run(cli, imported, source: Path, *options: str):
@@ -85,14 +76,14 @@ BAD_CSV_CASES = [
 def test_bad_csv(cli, tmp_path: Path, imported, name: str, text: str, options: list[str], needles: list[str]) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text(text, newline="")
-    _assert_clean_failure(_run(cli, imported, bad, *options), *needles)
+    assert_clean_failure(_run(cli, imported, bad, *options), *needles)
     _assert_untouched(imported)
 
 
 def test_non_utf8_file(cli, tmp_path: Path, imported) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b"id,sub\xffmit,duration,gpus\n")
-    _assert_clean_failure(_run(cli, imported, bad, "--map", MAPPING), "bad.csv", "line 1", "not valid UTF-8")
+    assert_clean_failure(_run(cli, imported, bad, "--map", MAPPING), "bad.csv", "line 1", "not valid UTF-8")
     _assert_untouched(imported)
 
 
@@ -102,16 +93,16 @@ def test_unreadable_parquet_and_text_in_a_parquet_number_column(cli, tmp_path: P
 
     garbage = tmp_path / "jobs.parquet"
     garbage.write_bytes(b"PAR1 this is not really parquet")
-    _assert_clean_failure(_run(cli, imported, garbage, "--map", MAPPING), "jobs.parquet", "cannot be read as Parquet")
+    assert_clean_failure(_run(cli, imported, garbage, "--map", MAPPING), "jobs.parquet", "cannot be read as Parquet")
     texty = tmp_path / "texty.parquet"
     pq.write_table(pa.table({"submit": [1.0, 2.0], "duration": [3.0, 4.0], "gpus": ["1", "two"]}), texty)
-    _assert_clean_failure(_run(cli, imported, texty, "--map", "submit=submit,duration=duration,gpus=gpus"),
+    assert_clean_failure(_run(cli, imported, texty, "--map", "submit=submit,duration=duration,gpus=gpus"),
                           "texty.parquet", "field 'gpus'", "row 2", "cannot read 'two'")
     _assert_untouched(imported)
 
 
 def test_missing_corrupt_and_empty_inputs(cli, tmp_path: Path, imported) -> None:
-    _assert_clean_failure(_run(cli, imported, tmp_path / "nope.csv", "--map", MAPPING), "nope.csv", "does not exist")
+    assert_clean_failure(_run(cli, imported, tmp_path / "nope.csv", "--map", MAPPING), "nope.csv", "does not exist")
     data = io.BytesIO()
     with tarfile.open(fileobj=data, mode="w:gz") as tar:
         payload = (GOOD * 3000).encode()
@@ -120,11 +111,11 @@ def test_missing_corrupt_and_empty_inputs(cli, tmp_path: Path, imported) -> None
         tar.addfile(info, io.BytesIO(payload))
     truncated = tmp_path / "cut.tar.gz"
     truncated.write_bytes(data.getvalue()[: len(data.getvalue()) // 2])
-    _assert_clean_failure(_run(cli, imported, truncated, "--map", MAPPING), "cut.tar.gz", "truncated or corrupt")
+    assert_clean_failure(_run(cli, imported, truncated, "--map", MAPPING), "cut.tar.gz", "truncated or corrupt")
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "notes.md").write_text("no tables here\n")
-    _assert_clean_failure(_run(cli, imported, empty, "--map", MAPPING), "empty", "holds no CSV or Parquet file")
+    assert_clean_failure(_run(cli, imported, empty, "--map", MAPPING), "empty", "holds no CSV or Parquet file")
     _assert_untouched(imported)
 
 
@@ -134,7 +125,7 @@ def test_file_without_read_permission(cli, tmp_path: Path, imported) -> None:
     locked.write_text(GOOD)
     locked.chmod(0)
     try:
-        _assert_clean_failure(_run(cli, imported, locked, "--map", MAPPING), "locked.csv", "cannot be read")
+        assert_clean_failure(_run(cli, imported, locked, "--map", MAPPING), "locked.csv", "cannot be read")
     finally:
         locked.chmod(0o644)
     _assert_untouched(imported)
@@ -145,7 +136,7 @@ def test_names_that_cannot_be_imported(cli, tmp_path: Path, imported, name: str)
     good = tmp_path / "good.csv"
     good.write_text(GOOD)
     result = cli("datasets", "import", name, "--from", good, "--map", MAPPING, "--data-home", imported[0])
-    message = _assert_clean_failure(result, repr(name))
+    message = assert_clean_failure(result, repr(name))
     if name.lower() == name and name[0].isalpha():
         assert "clashes with the registered trace" in message
     _assert_untouched(imported)

@@ -9,18 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import assert_clean_failure
+
 from tests.test_philly_ingest import CPU_ROWS, GPU_HEADER, GPU_ROWS, JOBS, MACHINE_ROWS, write_philly_release
 
 
-def _assert_clean_failure(result, *needles: str) -> str:
-    assert result.code == 1, (result.out, result.err)
-    lines = result.err.strip().splitlines()
-    errors = [line for line in lines if line.startswith("Error: ")]
-    assert len(errors) == 1 and lines[-1] == errors[0], result.err  # progress lines may precede it
-    assert "Traceback" not in result.err
-    for needle in needles:
-        assert needle in errors[0], (needle, errors[0])
-    return errors[0]
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +57,7 @@ def test_malformed_json_names_the_line(cli, tmp_path: Path, ingested) -> None:
     broken = text.replace('"user": "u3"', '"user" "u3"')
     line = next(n for n, text in enumerate(broken.splitlines(), 1) if '"user" "u3"' in text)
     result = _ingest_bad(cli, tmp_path, ingested, {"cluster_job_log": broken.encode()})
-    _assert_clean_failure(result, "cluster_job_log", f"line {line}", "malformed JSON", "expected one JSON array")
+    assert_clean_failure(result, "cluster_job_log", f"line {line}", "malformed JSON", "expected one JSON array")
     _assert_untouched(ingested)
 
 
@@ -72,7 +65,7 @@ def test_truncated_json_array(cli, tmp_path: Path, ingested) -> None:
     text = json.dumps(JOBS, indent=4)
     cut = text[: text.index('"jobid": "app_05"')]  # cut inside the object of job app_05
     result = _ingest_bad(cli, tmp_path, ingested, {"cluster_job_log": cut.encode()}, archive=True)
-    _assert_clean_failure(result, "trace-data.tar.gz:cluster_job_log", f"line {cut.count(chr(10)) + 1}",
+    assert_clean_failure(result, "trace-data.tar.gz:cluster_job_log", f"line {cut.count(chr(10)) + 1}",
                           "malformed JSON")
     _assert_untouched(ingested)
 
@@ -82,7 +75,7 @@ def test_attempt_ending_before_it_starts(cli, tmp_path: Path, ingested) -> None:
         jobs["app_05"]["attempts"][1]["end_time"] = "2017-10-10 09:59:59"
 
     result = _ingest_bad(cli, tmp_path, ingested, {"cluster_job_log": _jobs_with(change)})
-    _assert_clean_failure(result, "cluster_job_log", "job app_05, attempt 2", "2017-10-10 09:59:59",
+    assert_clean_failure(result, "cluster_job_log", "job app_05, attempt 2", "2017-10-10 09:59:59",
                           "expected an attempt to end after it starts")
     _assert_untouched(ingested)
 
@@ -92,7 +85,7 @@ def test_unknown_job_status(cli, tmp_path: Path, ingested) -> None:
         jobs["app_03"]["status"] = "Exploded"
 
     result = _ingest_bad(cli, tmp_path, ingested, {"cluster_job_log": _jobs_with(change)})
-    _assert_clean_failure(result, "cluster_job_log", "job app_03", "'Exploded'", "field 'status'",
+    assert_clean_failure(result, "cluster_job_log", "job app_03", "'Exploded'", "field 'status'",
                           "expected one of Pass, Killed, Failed")
     _assert_untouched(ingested)
 
@@ -108,20 +101,20 @@ def test_unknown_job_status(cli, tmp_path: Path, ingested) -> None:
 ])
 def test_job_log_of_the_wrong_shape(cli, tmp_path: Path, ingested, change, needles: list[str]) -> None:
     result = _ingest_bad(cli, tmp_path, ingested, {"cluster_job_log": _jobs_with(change)})
-    _assert_clean_failure(result, "cluster_job_log", *needles)
+    assert_clean_failure(result, "cluster_job_log", *needles)
     _assert_untouched(ingested)
 
 
 def test_empty_job_log(cli, tmp_path: Path, ingested) -> None:
     result = _ingest_bad(cli, tmp_path, ingested, {"cluster_job_log": b"\n"})
-    _assert_clean_failure(result, "cluster_job_log", "file is empty", "expected one JSON array")
+    assert_clean_failure(result, "cluster_job_log", "file is empty", "expected one JSON array")
     _assert_untouched(ingested)
 
 
 def test_utilisation_row_with_a_wrong_field_count(cli, tmp_path: Path, ingested) -> None:
     rows = GPU_ROWS[:3] + ["2017-11-05 01:31:00 PDT,m2a,10.5,NA,,,,,,"] + GPU_ROWS[3:]  # no trailing comma
     result = _ingest_bad(cli, tmp_path, ingested, {"cluster_gpu_util": _csv(GPU_HEADER, rows)})
-    _assert_clean_failure(result, "cluster_gpu_util", "line 5", "found 10 fields; expected 11")
+    assert_clean_failure(result, "cluster_gpu_util", "line 5", "found 10 fields; expected 11")
     _assert_untouched(ingested)
 
 
@@ -140,13 +133,13 @@ def test_utilisation_row_with_a_wrong_field_count(cli, tmp_path: Path, ingested)
 def test_unreadable_utilisation_values_name_the_line(cli, tmp_path: Path, ingested, file: str, header: str,
                                                      rows: list[str], line: int, needles: list[str]) -> None:
     result = _ingest_bad(cli, tmp_path, ingested, {file: _csv(header, rows)})
-    _assert_clean_failure(result, file, f"line {line}", *needles)
+    assert_clean_failure(result, file, f"line {line}", *needles)
     _assert_untouched(ingested)
 
 
 def test_wrong_header(cli, tmp_path: Path, ingested) -> None:
     result = _ingest_bad(cli, tmp_path, ingested, {"cluster_cpu_util": _csv("time,machineId,cpu", CPU_ROWS)})
-    _assert_clean_failure(result, "cluster_cpu_util", "line 1", "header is 'time,machineId,cpu'",
+    assert_clean_failure(result, "cluster_cpu_util", "line 1", "header is 'time,machineId,cpu'",
                           "expected 'time,machine_id,cpu_util'")
     _assert_untouched(ingested)
 
@@ -155,7 +148,7 @@ def test_machine_list_with_a_word_for_a_number(cli, tmp_path: Path, ingested) ->
     rows = MACHINE_ROWS + ["m1,eight, 12GB"]
     result = _ingest_bad(cli, tmp_path, ingested,
                          {"cluster_machine_list": _csv("machineId, number of GPUs, single GPU mem", rows)})
-    _assert_clean_failure(result, "cluster_machine_list", "line 6", "field 'number of GPUs'", "'eight'",
+    assert_clean_failure(result, "cluster_machine_list", "line 6", "field 'number of GPUs'", "'eight'",
                           "expected a whole number")
     _assert_untouched(ingested)
 
@@ -164,7 +157,7 @@ def test_machine_list_with_an_unreadable_memory_size(cli, tmp_path: Path, ingest
     rows = MACHINE_ROWS[:1] + ["m1,2, 12 MB"] + MACHINE_ROWS[1:]
     result = _ingest_bad(cli, tmp_path, ingested,
                          {"cluster_machine_list": _csv("machineId, number of GPUs, single GPU mem", rows)})
-    _assert_clean_failure(result, "cluster_machine_list", "line 3", "field 'single GPU mem'", "' 12 MB'",
+    assert_clean_failure(result, "cluster_machine_list", "line 3", "field 'single GPU mem'", "' 12 MB'",
                           "expected a size like '24GB'")
     _assert_untouched(ingested)
 
@@ -173,7 +166,7 @@ def test_missing_file(cli, tmp_path: Path, ingested) -> None:
     release = write_philly_release(tmp_path / "bad")
     (release / "cluster_cpu_util").unlink()
     result = cli("datasets", "ingest", "philly", "--from", release, "--data-home", ingested[0])
-    _assert_clean_failure(result, str(release), "missing table files", "cluster_cpu_util or trace-data.tar.gz")
+    assert_clean_failure(result, str(release), "missing table files", "cluster_cpu_util or trace-data.tar.gz")
     _assert_untouched(ingested)
 
 
@@ -189,7 +182,7 @@ def test_archive_without_a_member(cli, tmp_path: Path, ingested) -> None:
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     result = cli("datasets", "ingest", "philly", "--from", release, "--data-home", ingested[0])
-    _assert_clean_failure(result, "trace-data.tar.gz", "archive has no member", "cluster_job_log")
+    assert_clean_failure(result, "trace-data.tar.gz", "archive has no member", "cluster_job_log")
     _assert_untouched(ingested)
 
 
