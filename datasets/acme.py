@@ -53,7 +53,7 @@ from ddlx.datasets.adapter import (CsvFormat, LocalPart, SourcePart, TraceAdapte
                                    missing_error)
 from ddlx.datasets.csvload import LoadResult, read_header, sql_string
 from ddlx.datasets.registry import ACME
-from ddlx.datasets.validation import Check, Figure
+from ddlx.datasets.validation import Check, Figure, duplicate_key_check
 from ddlx.errors import InputError
 
 TRACE = "acme"
@@ -244,9 +244,7 @@ def validation_checks(present: set[str]) -> list[Check]:
                   "cluster = 'kalos' AND state = 'FAILED' AND fail_time IS NULL"),
             Check(TABLE, "Kalos CANCELLED jobs without stop_time",
                   "cluster = 'kalos' AND state = 'CANCELLED' AND stop_time IS NULL"),
-            Check(TABLE, "duplicate job_id within a cluster", query=(
-                f"SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM {TABLE} "
-                "GROUP BY cluster, job_id HAVING count(*) > 1)")),
+            duplicate_key_check(TABLE, ("cluster", "job_id"), "duplicate job_id within a cluster"),
         ]
     if JOBS in present:
         checks += [

@@ -61,7 +61,7 @@ from ddlx.datasets.adapter import (
 from ddlx.datasets.archives import archive_member_names, member_matches
 from ddlx.datasets.csvload import LoadResult, read_header, sql_string
 from ddlx.datasets.registry import HELIOS
-from ddlx.datasets.validation import Check, Figure
+from ddlx.datasets.validation import Check, Figure, duplicate_key_check
 from ddlx.errors import InputError
 
 TRACE = "helios"
@@ -249,8 +249,7 @@ def validation_checks(present: set[str], jobs_table: str) -> list[Check]:
                   "state = 'CANCELLED' AND start_time = end_time"),
             Check(LOG_TABLE, "CPU-only jobs (gpu_num 0)", "gpu_num = 0"),
             Check(LOG_TABLE, "suspended at trace end (state SUSPENDED)", "state = 'SUSPENDED'"),
-            Check(LOG_TABLE, "duplicate job_id within a cluster", query=(
-                f"SELECT count(*) - count(DISTINCT (cluster, job_id)) FROM {LOG_TABLE}")),
+            duplicate_key_check(LOG_TABLE, ("cluster", "job_id"), "duplicate job_id within a cluster"),
         ]
     if CAPACITY_TABLE in present:
         checks += [

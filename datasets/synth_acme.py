@@ -47,7 +47,6 @@ once both are complete.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +55,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ddlx.datasets.synth_common import check_scale_and_seed, choice_from, lognormal, stream_rng, temp_path_in
+from ddlx.datasets.synth_common import (check_scale_and_seed, choice_from, lognormal, publish, stream_rng,
+                                       temp_path_in)
 
 __all__ = ["generate_acme", "SEREN_COLUMNS", "KALOS_COLUMNS", "FILE_NAMES", "JOB_TYPES", "STATES"]
 
@@ -493,9 +493,7 @@ def generate_acme(out_dir: Path, scale: float = 1.0, seed: int = 0,
             if progress is not None:
                 progress(f"{cluster.file}: {frame.height:,} rows, "
                          f"{temps[cluster.file].stat().st_size:,} bytes")
-        for name, temp in temps.items():
-            os.chmod(temp, 0o644)
-            os.replace(temp, out_dir / name)
+        publish(temps, out_dir)
     finally:
         for temp in temps.values():
             temp.unlink(missing_ok=True)

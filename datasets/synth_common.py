@@ -98,6 +98,16 @@ def temp_path_in(out_dir: Path, name: str) -> Path:
     return Path(path)
 
 
+def publish(temps: dict[str, Path], out_dir: Path) -> list[Path]:
+    """Give the finished temp files their final names `out_dir/<name>` (mode 0o644); return them."""
+    written = []
+    for name, temp in temps.items():
+        os.chmod(temp, ARCHIVE_FILE_MODE)
+        os.replace(temp, out_dir / name)
+        written.append(out_dir / name)
+    return written
+
+
 def tar_header(member: str, size: int, mtime: int) -> bytes:
     """A GNU tar header for one regular file with fixed metadata."""
     info = tarfile.TarInfo(member)

@@ -36,7 +36,6 @@ renamed into place only once all of them are complete.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ddlx.datasets.synth_common import (check_scale_and_seed, choice_from, gather_names, lognormal,
+from ddlx.datasets.synth_common import (check_scale_and_seed, choice_from, gather_names, lognormal, publish,
                                        stream_rng, temp_path_in)
 
 __all__ = ["generate_pai_v2023", "FILE_NAMES", "NODE_COLUMNS", "POD_COLUMNS", "MULTIGPU_COLUMNS"]
@@ -591,9 +590,7 @@ def generate_pai_v2023(out_dir: Path, scale: float = 1.0, seed: int = 0,
             _write_csv(frame, temps[name])
             if progress is not None:
                 progress(f"{name}: {frame.height:,} rows, {temps[name].stat().st_size:,} bytes")
-        for name, temp in temps.items():
-            os.chmod(temp, 0o644)
-            os.replace(temp, out_dir / name)
+        publish(temps, out_dir)
     finally:
         for temp in temps.values():
             temp.unlink(missing_ok=True)

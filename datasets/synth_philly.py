@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ import polars as pl
 
 from ddlx.datasets.synth_common import (
     check_scale_and_seed,
+    publish,
     choice_from,
     group_offsets,
     hex_ids,
@@ -1193,12 +1193,7 @@ def generate_philly(out_dir: Path, scale: float = 1.0, seed: int = 0,
                         archive, TAR_MTIME, GZIP_LEVEL)
             say(f"{ARCHIVE_NAME}: {archive.stat().st_size:,} bytes")
             return [archive]
-        written = []
-        for name in RELEASE_FILES:
-            os.chmod(temps[name], 0o644)
-            os.replace(temps[name], out_dir / name)
-            written.append(out_dir / name)
-        return written
+        return publish({name: temps[name] for name in RELEASE_FILES}, out_dir)
     finally:
         for path in temps.values():
             path.unlink(missing_ok=True)

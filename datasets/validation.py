@@ -50,6 +50,12 @@ def run_checks(con: duckdb.DuckDBPyConnection, checks: list[Check],
     return report
 
 
+def duplicate_key_check(table: str, keys: tuple[str, ...], name: str) -> Check:
+    """Rows beyond the first of each key value (0 when every key is unique)."""
+    columns = ", ".join(keys)
+    return Check(table, name, query=f"SELECT count(*) - count(DISTINCT ({columns})) FROM {table}")
+
+
 @dataclass(frozen=True)
 class Figure:
     """A number of the validation report that is not a row count: `query` returns one value."""
