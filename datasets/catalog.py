@@ -12,10 +12,12 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
+
+if TYPE_CHECKING:
+    import polars as pl
 
 from ddlx.datasets.canonical import conform_jobs_sql, empty_jobs_sql, jobs_table_name
 from ddlx.datasets.csvload import sql_string
@@ -130,6 +132,8 @@ def connect(home: Path) -> duckdb.DuckDBPyConnection:
 
 def query(home: Path, sql: str) -> pl.DataFrame:
     """Run one SQL query on the catalog of `home` and return its result."""
+    import polars as pl  # here, not at the top: ingest and the other catalog users do without it
+
     con = connect(home)
     try:
         result = con.sql(sql)

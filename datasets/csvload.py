@@ -47,13 +47,17 @@ def line_ending(csv_path: Path) -> str:
 
 
 def read_csv_sql(csv_path: Path, columns: dict[str, str], header: bool = False,
-                 delimiter: str = ",", timestamp_format: str | None = None) -> str:
+                 delimiter: str = ",", timestamp_format: str | None = None,
+                 null_strings: tuple[str, ...] = ()) -> str:
     """A read_csv table function call that keeps going past bad rows and stores them as rejects.
 
     With `header`, the first line is skipped (line numbers in rejects still count it);
-    `timestamp_format` is the strict format of TIMESTAMP columns.
+    `timestamp_format` is the strict format of TIMESTAMP columns; `null_strings` are the field
+    values read as NULL (by default only an empty field).
     """
     strict = f"timestampformat={sql_string(timestamp_format)}, " if timestamp_format else ""
+    if null_strings:
+        strict += "nullstr=[" + ", ".join(sql_string(value) for value in null_strings) + "], "
     new_line = "'\\r\\n'" if line_ending(csv_path) == "\r\n" else "'\\n'"
     return (
         f"read_csv({sql_string(str(csv_path))}, columns={columns_struct(columns)}, "
@@ -132,21 +136,24 @@ class CsvSource:
     header: bool = False
     delimiter: str = ","
     timestamp_format: str | None = None
+    null_strings: tuple[str, ...] = ()
 
     def query(self) -> str:
         return self.select.replace("{src}", read_csv_sql(
-            self.path, self.columns, self.header, self.delimiter, self.timestamp_format))
+            self.path, self.columns, self.header, self.delimiter, self.timestamp_format, self.null_strings))
 
 
 def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display: str,
                         columns: dict[str, str], select_sql: str, out_path: Path,
                         max_rejected_rows: int = 0, header: bool = False,
-                        delimiter: str = ",", timestamp_format: str | None = None) -> LoadResult:
+                        delimiter: str = ",", timestamp_format: str | None = None,
+                        null_strings: tuple[str, ...] = ()) -> LoadResult:
     """Read `csv_path` with `columns`, apply `select_sql` (which reads FROM `src`), write zstd Parquet.
 
     See `load_csv_sources`.
     """
-    source = CsvSource(csv_path, display, columns, select_sql, header, delimiter, timestamp_format)
+    source = CsvSource(csv_path, display, columns, select_sql, header, delimiter, timestamp_format,
+                       null_strings)
     return load_csv_sources(con, [source], out_path, max_rejected_rows)
 
 

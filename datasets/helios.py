@@ -61,6 +61,7 @@ from ddlx.datasets.adapter import (
 from ddlx.datasets.archives import archive_member_names, member_matches
 from ddlx.datasets.csvload import LoadResult, read_header, sql_string
 from ddlx.datasets.registry import HELIOS
+from ddlx.datasets.timezones import utc_from_zone_sql
 from ddlx.datasets.validation import Check, Figure, duplicate_key_check
 from ddlx.errors import InputError
 
@@ -140,7 +141,8 @@ def log_select_sql(part: SourcePart) -> str:
     columns = []
     for name in LOG_COLUMNS:
         if name in TIME_COLUMNS:
-            columns.append(f"timezone({sql_string(SOURCE_TZ)}, {quote_identifier(name)}) AS {quote_identifier(name)}")
+            column = quote_identifier(name)
+            columns.append(f"{utc_from_zone_sql(column, SOURCE_TZ)} AS {column}")
         elif name == "state":
             columns.append('CAST("state" AS VARCHAR) AS "state"')
         else:

@@ -78,6 +78,7 @@ from ddlx.datasets.adapter import (
 from ddlx.datasets.archives import archive_member_names
 from ddlx.datasets.canonical import STATES, jobs_table_name
 from ddlx.datasets.csvload import LoadResult, read_header, sql_string
+from ddlx.datasets.timezones import utc_from_zone_sql
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import DdlxError, InputError, UnknownDatasetError
 
@@ -385,7 +386,7 @@ def text_time_sql(value: str, tz: str) -> str:
     v = f"trim(CAST({value} AS VARCHAR))"
     return (f"CASE WHEN {v} IS NULL OR lower({v}) IN ({_sql_list(MISSING_TIME_WORDS)}) THEN NULL "
             f"WHEN regexp_matches({v}, {sql_string(NAIVE_DATETIME_RE)}) "
-            f"THEN timezone({sql_string(tz)}, TRY_CAST({v} AS TIMESTAMP)) "
+            f"THEN {utc_from_zone_sql(f'TRY_CAST({v} AS TIMESTAMP)', tz)} "
             f"WHEN regexp_matches({v}, {sql_string(ZONED_DATETIME_RE)}) THEN TRY_CAST({v} AS TIMESTAMPTZ) "
             "END")
 
@@ -399,7 +400,7 @@ def text_time_missing_sql(value: str) -> str:
 def number_time_sql(value: str, spec: ImportSpec) -> str:
     """The instant of a number `value` (SQL) of `spec.time_unit`s after the origin."""
     unit_us = repr(spec.unit_seconds * 1e6)  # type: ignore[operator]
-    return (f"timezone('UTC', make_timestamp(CAST(round({spec.origin_us} + {value} * {unit_us}) AS BIGINT)))")
+    return f"make_timestamptz(CAST(round({spec.origin_us} + {value} * {unit_us}) AS BIGINT))"
 
 
 def state_word_sql(value: str) -> str:
@@ -498,7 +499,7 @@ def jobs_sql(spec: ImportSpec, raw: str, present: set[str]) -> str:
     start_mapped, end_mapped = cols.column("start") is not None, cols.column("end") is not None
     start = "start_given" if start_mapped else "submit_time"
     end = ("end_given" if end_mapped else
-           "timezone('UTC', make_timestamp(epoch_us(start_time) + CAST(round(duration_s * 1e6) AS BIGINT)))")
+           "make_timestamptz(epoch_us(start_time) + CAST(round(duration_s * 1e6) AS BIGINT))")
     queue = "(epoch_us(start_time) - epoch_us(submit_time)) / 1e6" if start_mapped else "CAST(NULL AS DOUBLE)"
     if end_mapped:
         run = "(epoch_us(end_time) - epoch_us(start_time)) / 1e6"

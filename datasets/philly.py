@@ -69,6 +69,7 @@ from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, find_file
 from ddlx.datasets.canonical import jobs_table_name, state_case_sql
 from ddlx.datasets.csvload import LoadResult, load_csv_to_parquet, read_header, sql_string
 from ddlx.datasets.registry import PHILLY
+from ddlx.datasets.timezones import utc_from_offset_sql
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError
 
@@ -110,6 +111,9 @@ WALL_CLOCK_LENGTH = 19
 #: Hours to add to a utilisation file's wall clock to get UTC, by its zone suffix.
 UTC_OFFSET_HOURS: dict[str, int] = {"PDT": 7, "PST": 8}
 
+#: A utilisation value that means offline (besides an empty field).
+NULL_STRINGS: tuple[str, ...] = ("NA", "")
+
 #: The schema DuckDB reads the job log with (key -> type); unknown keys are ignored.
 JOB_LOG_JSON_COLUMNS: dict[str, str] = {
     "jobid": "VARCHAR",
@@ -125,11 +129,13 @@ GPU_FIELDS: tuple[str, ...] = tuple(f"gpu{i}_util" for i in range(8))
 
 @dataclass(frozen=True)
 class UtilFormat:
-    """One utilisation CSV: the names on its header line, the fields of a data row (all read as
-    text, markers are resolved in SQL), and which of them are numbers (`NA` or empty = NULL).
+    """One utilisation CSV: the names on its header line, the fields of a data row, and which of
+    them are numbers (`NA` or empty = NULL).
 
     `trailing_empty`: every data row ends with a comma, i.e. one more field that must be empty.
-    `counts_gpus`: the value fields are GPUs; store how many are present and online per row.
+    `counts_gpus`: the value fields are GPUs; store how many are present and online per row. Their
+    fields are then read as text, since `NA` (offline) and empty (no such GPU) count differently;
+    otherwise DuckDB reads the numbers directly, with `NA` and empty as NULL (`NULL_STRINGS`).
     """
 
     header: tuple[str, ...]
@@ -139,8 +145,17 @@ class UtilFormat:
 
     @property
     def read_columns(self) -> dict[str, str]:
-        names = [*self.header[:2], *self.value_fields] + (["trailing_comma"] if self.trailing_empty else [])
-        return {name: "VARCHAR" for name in names}
+        value_type = "VARCHAR" if self.counts_gpus else "DOUBLE"
+        columns = {name: "VARCHAR" for name in self.header[:2]}
+        columns.update({name: value_type for name in self.value_fields})
+        if self.trailing_empty:
+            columns["trailing_comma"] = "VARCHAR"
+        return columns
+
+    @property
+    def null_strings(self) -> tuple[str, ...]:
+        """Field values DuckDB reads as NULL (none besides empty when the fields are text)."""
+        return () if self.counts_gpus else NULL_STRINGS
 
 
 UTIL_FORMATS: dict[str, UtilFormat] = {
@@ -282,22 +297,25 @@ LEFT JOIN largest AS l USING (jobid)
 
 
 def util_select_sql(fmt: UtilFormat) -> str:
-    """SELECT (FROM {src}) turning the text fields of a utilisation CSV into the stored row.
+    """SELECT (FROM {src}) turning the fields of a utilisation CSV (times and GPU fields read as
+    text) into the stored row.
 
     A zone suffix other than PDT/PST, a value after the trailing comma or a number DuckDB cannot
     read stops the load (`error()`/a cast error); the caller then finds the line.
     """
-    offsets = " ".join(f"WHEN right(time, 4) = ' {zone}' THEN INTERVAL {hours} HOUR"
+    offsets = " ".join(f"WHEN right(time, 4) = ' {zone}' THEN {-hours * 3600}"
                        for zone, hours in UTC_OFFSET_HOURS.items())
     trailing = "trailing_comma IS NULL AND " if fmt.trailing_empty else ""
-    interval = (f"CASE WHEN {trailing}length(time) = {WALL_CLOCK_LENGTH + 4} THEN CASE {offsets} "
-                "ELSE error('philly: unknown time zone suffix') END "
-                "ELSE error('philly: malformed time or row') END")
-    time_sql = f"timezone('UTC', CAST(left(time, {WALL_CLOCK_LENGTH}) AS TIMESTAMP) + {interval})"
+    offset = (f"CASE WHEN {trailing}length(time) = {WALL_CLOCK_LENGTH + 4} THEN CASE {offsets} "
+              "ELSE error('philly: unknown time zone suffix') END "
+              "ELSE error('philly: malformed time or row') END")
+    time_sql = utc_from_offset_sql(f"CAST(left(time, {WALL_CLOCK_LENGTH}) AS TIMESTAMP)", offset)
     parts = [f"{time_sql} AS time", f'"{fmt.header[1]}" AS machine_id']
-    for name in fmt.value_fields:
-        parts.append(f"CASE WHEN {name} IS NULL OR {name} = 'NA' THEN NULL ELSE CAST({name} AS DOUBLE) END AS {name}")
-    if fmt.counts_gpus:
+    if not fmt.counts_gpus:
+        parts += list(fmt.value_fields)
+    else:
+        for name in fmt.value_fields:
+            parts.append(f"CASE WHEN {name} IS NULL OR {name} = 'NA' THEN NULL ELSE CAST({name} AS DOUBLE) END AS {name}")
         present = " + ".join(f"CAST({g} IS NOT NULL AS INTEGER)" for g in fmt.value_fields)
         online = " + ".join(f"CAST({g} IS NOT NULL AND {g} <> 'NA' AS INTEGER)" for g in fmt.value_fields)
         parts += [f"CAST({present} AS TINYINT) AS gpus_present", f"CAST({online} AS TINYINT) AS gpus_online"]
@@ -607,13 +625,15 @@ def machine_row_problem(strict: bool) -> RowProblem:
 
 
 def _load_csv(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Path, max_rejected_rows: int,
-              header: Sequence[str], columns: dict[str, str], select: str, row_problem: RowProblem) -> LoadResult:
+              header: Sequence[str], columns: dict[str, str], select: str, row_problem: RowProblem,
+              null_strings: tuple[str, ...] = ()) -> LoadResult:
     """Check the header, load with DuckDB; when a value stops the load, name its line."""
     path, display = local.local_path, local.part.display
     if path.stat().st_size > 0:
         check_util_header(path, display, header)
     try:
-        return load_csv_to_parquet(con, path, display, columns, select, out_path, max_rejected_rows, header=True)
+        return load_csv_to_parquet(con, path, display, columns, select, out_path, max_rejected_rows, header=True,
+                                   null_strings=null_strings)
     except InputError as error:
         if error.line is not None or path.stat().st_size == 0:
             raise
@@ -671,7 +691,9 @@ def validation_checks(present: set[str]) -> list[Check]:
             Check(GPU_UTIL, "rows with every GPU offline (NA)", "gpus_online = 0 AND gpus_present > 0"),
             Check(GPU_UTIL, "rows without any GPU field", "gpus_present = 0"),
             Check(GPU_UTIL, "rows with a GPU above 100 %",
-                  "greatest(" + ", ".join(f"coalesce({g}, 0)" for g in GPU_FIELDS) + ") > 100"),
+                  query=f"SELECT count(*) FROM {GPU_UTIL} WHERE " + " OR ".join(f"{g} > 100" for g in GPU_FIELDS),
+                  screen="SELECT " + " + ".join(f"(SELECT count(*) FROM {GPU_UTIL} WHERE {g} > 100)"
+                                                for g in GPU_FIELDS)),
         ]
     if CPU_UTIL in present:
         checks += [
@@ -765,7 +787,7 @@ class PhillyAdapter(TraceAdapter):
                              machine_list_select_sql(), machine_row_problem(max_rejected_rows == 0))
         fmt = UTIL_FORMATS[table]
         return _load_csv(con, local, out_path, max_rejected_rows, fmt.header, fmt.read_columns,
-                         util_select_sql(fmt), util_row_problem(fmt))
+                         util_select_sql(fmt), util_row_problem(fmt), fmt.null_strings)
 
     def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
         if JOB_LOG not in present:

@@ -1,0 +1,67 @@
+"""Wall-clock times to UTC instants in SQL, exactly and without a per-row zone lookup where possible.
+
+DuckDB's `timezone(zone, ts)` looks the zone up (ICU) for every value, which costs a large share of
+a trace load. A time whose UTC offset is known (a `PDT` suffix, or a zone that has kept one offset
+since some date) is converted by integer arithmetic on microseconds instead; every other time
+still goes through `timezone()`, so the result is the same instant either way.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from functools import lru_cache
+from zoneinfo import ZoneInfo
+
+#: Zone rules are scanned back from here for the start of the last fixed-offset period.
+_SCAN_FROM = datetime(2037, 12, 31, 12)
+_SCAN_TO = datetime(1900, 1, 1, 12)
+
+
+def utc_from_offset_sql(wall_clock: str, offset_seconds: str) -> str:
+    """TIMESTAMPTZ of the wall-clock TIMESTAMP `wall_clock` whose UTC offset is `offset_seconds`
+    (an SQL expression: seconds east of UTC, e.g. 28800 for UTC+8)."""
+    return f"make_timestamptz(epoch_us({wall_clock}) - CAST({offset_seconds} AS BIGINT) * 1000000)"
+
+
+@lru_cache(maxsize=None)
+def fixed_offset_since(zone: str) -> tuple[datetime, int] | None:
+    """(wall clock from which `zone` keeps one UTC offset, that offset in seconds), or None when
+    the zone still changes offset (daylight saving) before 2038.
+
+    The returned start is at least a day after the last change, so it is safe for any wall clock.
+    """
+    info = ZoneInfo(zone)
+
+    def offset(day: datetime) -> timedelta | None:
+        return day.replace(tzinfo=info).utcoffset()
+
+    final = offset(_SCAN_FROM)
+    if final is None:
+        return None
+    day = _SCAN_FROM
+    while day > _SCAN_TO:
+        previous = day - timedelta(days=1)
+        if offset(previous) != final:
+            if _SCAN_FROM - day < timedelta(days=366):
+                return None  # changes within the last year scanned: daylight saving goes on
+            return day + timedelta(days=1), int(final.total_seconds())
+        day = previous
+    return datetime.min, int(final.total_seconds())
+
+
+def utc_from_zone_sql(wall_clock: str, zone: str) -> str:
+    """TIMESTAMPTZ of the wall-clock TIMESTAMP `wall_clock` read in the IANA `zone`.
+
+    Same instants as `timezone(zone, wall_clock)`; times in the zone's current fixed-offset period
+    (e.g. Asia/Shanghai since 1991) take the arithmetic path.
+    """
+    quoted = "'" + zone.replace("'", "''") + "'"
+    fixed = fixed_offset_since(zone)
+    if fixed is None:
+        return f"timezone({quoted}, {wall_clock})"
+    since, seconds = fixed
+    fast = utc_from_offset_sql(wall_clock, str(seconds))
+    if since == datetime.min:
+        return fast
+    return (f"CASE WHEN {wall_clock} >= TIMESTAMP '{since:%Y-%m-%d %H:%M:%S}' THEN {fast} "
+            f"ELSE timezone({quoted}, {wall_clock}) END")
