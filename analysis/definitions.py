@@ -1,12 +1,15 @@
-"""Named metric definitions: the one place where each definition used by ddlx is written down.
+"""Named metric definitions: the registry where each definition used by ddlx is written down once.
 
 Every result that ddlx writes lists the ids of the definitions it used, so a reader can tell
 exactly what "queueing delay" or "failed" meant. Ids are stable; a changed meaning gets a new id.
+The definitions of the canonical job model are below; each analysis module declares its own at
+its top (`DEFINITIONS`), and `registry()` gathers them all, refusing an id declared twice.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 from ddlx.errors import DdlxError
 
@@ -19,7 +22,8 @@ class Definition:
     text: str
 
 
-_DEFINITIONS = (
+#: Definitions of the canonical job model (`jobs`), shared by every module.
+CORE_DEFINITIONS = (
     Definition(
         "queue_delay.submit_to_first_start", "Queueing delay", "s",
         "Seconds from job submission to the first moment any part of the job ran. "
@@ -79,12 +83,23 @@ _DEFINITIONS = (
     ),
 )
 
-DEFINITIONS: dict[str, Definition] = {d.id: d for d in _DEFINITIONS}
+
+@lru_cache(maxsize=None)
+def registry() -> dict[str, Definition]:
+    """Every definition: the core ones and those each analysis module declares."""
+    from ddlx.analysis.modules import MODULES, load
+
+    found: dict[str, Definition] = {}
+    for definition in CORE_DEFINITIONS + tuple(d for name in MODULES for d in load(name).DEFINITIONS):
+        if definition.id in found:
+            raise DdlxError(f"metric definition '{definition.id}' is declared twice")
+        found[definition.id] = definition
+    return found
 
 
 def get_definition(definition_id: str) -> Definition:
     try:
-        return DEFINITIONS[definition_id]
+        return registry()[definition_id]
     except KeyError:
         raise DdlxError(f"unknown metric definition '{definition_id}'") from None
 

@@ -1,141 +1,79 @@
-"""Headline numbers of one trace, computed with SQL over the catalog's canonical `jobs` view."""
+"""Overview: the headline numbers of one trace from its canonical jobs (jobs, GPU jobs, GPU-hours,
+state and GPU-request mixes, queueing and run-time quantiles)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
 import polars as pl
 
-from ddlx.analysis.definitions import definitions_used
-from ddlx.datasets.canonical import jobs_table_name
-from ddlx.datasets import catalog
-from ddlx.errors import CatalogError
+from ddlx.analysis.context import TraceContext
+from ddlx.analysis.definitions import Definition
+from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.sql import GPU_BUCKET_SQL, GPU_HOURS_SQL, sort_buckets
 
-GPU_BUCKETS_SQL = """CASE
-    WHEN num_gpus IS NULL THEN 'unknown'
-    WHEN num_gpus = 0 THEN '0'
-    WHEN num_gpus < 1 THEN '(0,1)'
-    WHEN num_gpus = 1 THEN '1'
-    WHEN num_gpus <= 2 THEN '(1,2]'
-    WHEN num_gpus <= 4 THEN '(2,4]'
-    WHEN num_gpus <= 8 THEN '(4,8]'
-    ELSE '>8' END"""
-GPU_BUCKET_ORDER = ("0", "(0,1)", "1", "(1,2]", "(2,4]", "(4,8]", ">8", "unknown")
-GPU_HOURS_SQL = "coalesce(num_gpus * run_s, 0) / 3600.0"
+#: The overview uses only the core definitions of the job model.
+DEFINITIONS: tuple[Definition, ...] = ()
 
 
-@dataclass
-class Metric:
-    """One headline number with its unit, definition id and the population it was computed over."""
-
-    name: str
-    value: float | int | None
-    unit: str
-    definition: str
-    population: str
-
-
-@dataclass
-class TraceSummary:
-    trace: str
-    synthetic: bool
-    provenance: dict[str, Any]
-    metrics: list[Metric] = field(default_factory=list)
-    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-
-    @property
-    def definition_ids(self) -> list[str]:
-        ids = [m.definition for m in self.metrics]
-        for table in self.tables.values():
-            if "definition" in table.columns:
-                ids += table["definition"].unique(maintain_order=True).to_list()
-        return list(dict.fromkeys(ids))
-
-    def metric(self, name: str) -> Metric:
-        return next(m for m in self.metrics if m.name == name)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "trace": self.trace,
-            "synthetic": self.synthetic,
-            "provenance": self.provenance,
-            "metrics": [m.__dict__ for m in self.metrics],
-            "tables": {name: t.to_dicts() for name, t in self.tables.items()},
-            "definitions": definitions_used(self.definition_ids),
-        }
-
-
-def _one_row(home: Path, sql: str) -> dict[str, Any]:
-    return catalog.query(home, sql).to_dicts()[0]
-
-
-def summarize(home: Path, trace: str) -> TraceSummary:
-    """Jobs, GPU jobs, state and GPU-request mixes, queueing and run-time quantiles of `trace`."""
-    registration = catalog.read_registrations(home).get(trace)
-    if registration is None or jobs_table_name(trace) not in registration.tables:
-        raise CatalogError(
-            f"no jobs of trace '{trace}' in {home}; ingest its job, task and instance tables first"
-        )
-    where = f"trace = '{trace}'"
-    counts = _one_row(home, f"""
+def counts(ctx: TraceContext) -> dict[str, float | int | None]:
+    """Jobs, GPU jobs, fractional-GPU jobs, GPU-hours, and queueing/run-time medians and p90s (s)."""
+    return ctx.one_row(f"""
         SELECT count(*) AS jobs,
                count(*) FILTER (WHERE num_gpus > 0) AS gpu_jobs,
                count(*) FILTER (WHERE num_gpus > 0 AND fractional_gpu) AS fractional_gpu_jobs,
-               quantile_cont(queue_s, 0.5) AS queue_p50, quantile_cont(queue_s, 0.9) AS queue_p90,
+               quantile_cont(queue_s, 0.5) AS queue_p50_s, quantile_cont(queue_s, 0.9) AS queue_p90_s,
                count(queue_s) AS queued_jobs,
-               quantile_cont(run_s, 0.5) AS run_p50, quantile_cont(run_s, 0.9) AS run_p90,
+               quantile_cont(run_s, 0.5) AS run_p50_s, quantile_cont(run_s, 0.9) AS run_p90_s,
                count(run_s) AS timed_jobs,
                sum({GPU_HOURS_SQL}) AS gpu_hours
-        FROM jobs WHERE {where}""")
-    gpu_jobs = counts["gpu_jobs"]
-    metrics = [
-        Metric("jobs", counts["jobs"], "jobs", "state.canonical", "all jobs"),
-        Metric("gpu_jobs", gpu_jobs, "jobs", "gpu_job.requests_gpu", "all jobs"),
-        Metric("gpu_job_share", _ratio(gpu_jobs, counts["jobs"]), "fraction", "gpu_job.requests_gpu",
-               "all jobs"),
-        Metric("fractional_gpu_job_share", _ratio(counts["fractional_gpu_jobs"], gpu_jobs), "fraction",
-               "gpu_request.fractional", "GPU jobs"),
-        Metric("gpu_hours", counts["gpu_hours"], "GPU-hours", "gpu_time.request_x_runtime",
-               "jobs with a run time"),
-        Metric("queue_delay_p50", counts["queue_p50"], "s", "queue_delay.submit_to_first_start",
-               f"{counts['queued_jobs']} jobs that started"),
-        Metric("queue_delay_p90", counts["queue_p90"], "s", "queue_delay.submit_to_first_start",
-               f"{counts['queued_jobs']} jobs that started"),
-        Metric("run_time_p50", counts["run_p50"], "s", "runtime.first_start_to_last_end",
-               f"{counts['timed_jobs']} jobs with a start and an end"),
-        Metric("run_time_p90", counts["run_p90"], "s", "runtime.first_start_to_last_end",
-               f"{counts['timed_jobs']} jobs with a start and an end"),
-    ]
-    state_mix = catalog.query(home, f"""
+        FROM {ctx.jobs}""")
+
+
+def state_mix(ctx: TraceContext) -> pl.DataFrame:
+    """Per canonical state: jobs, their share, GPU-hours and their share."""
+    return ctx.query(f"""
         SELECT state, count(*) AS jobs, count(*) / sum(count(*)) OVER () AS job_share,
                sum({GPU_HOURS_SQL}) AS gpu_hours,
-               sum({GPU_HOURS_SQL}) / nullif(sum(sum({GPU_HOURS_SQL})) OVER (), 0) AS gpu_hours_share,
-               'state.canonical' AS definition
-        FROM jobs WHERE {where} GROUP BY state ORDER BY jobs DESC""")
-    request_mix = catalog.query(home, f"""
-        SELECT {GPU_BUCKETS_SQL} AS gpus_requested, count(*) AS jobs,
+               sum({GPU_HOURS_SQL}) / nullif(sum(sum({GPU_HOURS_SQL})) OVER (), 0) AS gpu_hours_share
+        FROM {ctx.jobs} GROUP BY state ORDER BY jobs DESC, state""")
+
+
+def gpu_request_mix(ctx: TraceContext) -> pl.DataFrame:
+    """Per GPU-request bucket: jobs, their share and GPU-hours."""
+    return sort_buckets(ctx.query(f"""
+        SELECT {GPU_BUCKET_SQL} AS gpu_bucket, count(*) AS jobs,
                count(*) / sum(count(*)) OVER () AS job_share,
-               sum({GPU_HOURS_SQL}) AS gpu_hours,
-               'gpu_request.bucket' AS definition
-        FROM jobs WHERE {where} GROUP BY 1""")
-    order = {label: i for i, label in enumerate(GPU_BUCKET_ORDER)}
-    request_mix = request_mix.sort(pl.col("gpus_requested").replace_strict(order, return_dtype=pl.Int32))
-    provenance = {
-        "catalog": str(catalog.catalog_path(home)),
-        "store_version": registration.version,
-        "ingested_at": registration.ingested_at,
-        "ddlx_version_at_ingest": registration.ddlx_version,
-        "source_files": {
-            t: [{k: f.get(k) for k in ("path", "member", "sha256", "matches_official_release")}
-                for f in entry.get("files", [])]
-            for t, entry in registration.manifest.get("inputs", {}).items()},
-        "synthetic_details": registration.manifest.get("synthetic_details"),
-    }
-    return TraceSummary(trace, registration.synthetic, provenance, metrics,
-                        {"state_mix": state_mix, "gpu_request_mix": request_mix})
+               sum({GPU_HOURS_SQL}) AS gpu_hours
+        FROM {ctx.jobs} GROUP BY 1"""))
 
 
-def _ratio(part: int | None, whole: int | None) -> float | None:
+def analyze(ctx: TraceContext) -> ModuleResult:
+    result = ModuleResult("overview")
+    c = counts(ctx)
+    jobs, gpu_jobs = c["jobs"], c["gpu_jobs"]
+    started = f"{c['queued_jobs']:,} jobs that started"
+    timed = f"{c['timed_jobs']:,} jobs with a start and an end"
+    result.find("jobs", "jobs", jobs, "jobs", "state.canonical", "all jobs")
+    result.find("gpu_jobs", "GPU jobs", gpu_jobs, "jobs",
+                "gpu_job.requests_gpu", "all jobs")
+    result.find("gpu_job_share", "share of jobs that request a GPU", _ratio(gpu_jobs, jobs), "fraction",
+                "gpu_job.requests_gpu", "all jobs")
+    result.find("fractional_gpu_job_share", "share of GPU jobs that ask for a part of a GPU",
+                _ratio(c["fractional_gpu_jobs"], gpu_jobs), "fraction", "gpu_request.fractional", "GPU jobs")
+    result.find("gpu_hours", "GPU-hours requested by jobs with a run time", c["gpu_hours"], "GPU-hours",
+                "gpu_time.request_x_runtime", "jobs with a run time")
+    result.find("queue_delay_p50", "median queueing delay", c["queue_p50_s"], "s",
+                "queue_delay.submit_to_first_start", started)
+    result.find("queue_delay_p90", "90th-percentile queueing delay", c["queue_p90_s"], "s",
+                "queue_delay.submit_to_first_start", started)
+    result.find("run_time_p50", "median run time", c["run_p50_s"], "s", "runtime.first_start_to_last_end", timed)
+    result.find("run_time_p90", "90th-percentile run time", c["run_p90_s"], "s",
+                "runtime.first_start_to_last_end", timed)
+    result.add("state_mix", state_mix(ctx), ("state.canonical", "gpu_time.request_x_runtime"),
+               "a canonical final state")
+    result.add("gpu_request_mix", gpu_request_mix(ctx), ("gpu_request.bucket", "gpu_time.request_x_runtime"),
+               "a GPU-request bucket")
+    return result
+
+
+def _ratio(part: float | int | None, whole: float | int | None) -> float | None:
     return (part or 0) / whole if whole else None

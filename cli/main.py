@@ -237,66 +237,107 @@ AnalyzeOut = Annotated[Optional[Path], typer.Option(
     "--out", help="Results folder (default: ./ddlx-results/<trace>-trace).", show_default=False)]
 UseSample = Annotated[bool, typer.Option(
     "--synthetic", help="Use the synthetic sample even when real data is ingested.")]
+Modules = Annotated[Optional[list[str]], typer.Option(
+    "--module", "-m", help="Run only these modules (repeat, or separate with commas): "
+    "overview, utilization, failures, queueing, sharing, durations, users, time_patterns.",
+    show_default=False)]
+Resolution = Annotated[Optional[int], typer.Option(
+    "--resolution", help="Step of the utilisation time series, seconds (default 3600).", min=1,
+    show_default=False)]
 
 
 @analyze_app.command("pai-trace")
-def analyze_pai_trace(out: AnalyzeOut = None, synthetic: UseSample = False, data_home: DataHome = None) -> None:
+def analyze_pai_trace(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
+                      resolution: Resolution = None, data_home: DataHome = None) -> None:
     """Characterize the Alibaba PAI v2020 trace (the ingested one, else a SYNTHETIC sample)."""
-    _analyze("pai", out, synthetic, data_home)
+    _analyze("pai", out, synthetic, module, resolution, data_home)
 
 
 @analyze_app.command("philly-trace")
-def analyze_philly_trace(out: AnalyzeOut = None, synthetic: UseSample = False, data_home: DataHome = None) -> None:
+def analyze_philly_trace(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
+                         resolution: Resolution = None, data_home: DataHome = None) -> None:
     """Characterize the Microsoft Philly trace (the ingested one, else a SYNTHETIC sample)."""
-    _analyze("philly", out, synthetic, data_home)
+    _analyze("philly", out, synthetic, module, resolution, data_home)
 
 
 @analyze_app.command("helios-trace")
-def analyze_helios_trace(out: AnalyzeOut = None, synthetic: UseSample = False, data_home: DataHome = None) -> None:
+def analyze_helios_trace(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
+                         resolution: Resolution = None, data_home: DataHome = None) -> None:
     """Characterize the SenseTime Helios trace (the ingested one, else a SYNTHETIC sample)."""
-    _analyze("helios", out, synthetic, data_home)
+    _analyze("helios", out, synthetic, module, resolution, data_home)
 
 
 @analyze_app.command("pai-v2023-trace")
-def analyze_pai_v2023_trace(out: AnalyzeOut = None, synthetic: UseSample = False,
-                            data_home: DataHome = None) -> None:
+def analyze_pai_v2023_trace(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
+                            resolution: Resolution = None, data_home: DataHome = None) -> None:
     """Characterize the Alibaba GPU v2023 trace (the ingested one, else a SYNTHETIC sample)."""
-    _analyze("pai-v2023", out, synthetic, data_home)
+    _analyze("pai-v2023", out, synthetic, module, resolution, data_home)
 
 
 @analyze_app.command("acme-trace")
-def analyze_acme_trace(out: AnalyzeOut = None, synthetic: UseSample = False, data_home: DataHome = None) -> None:
+def analyze_acme_trace(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
+                       resolution: Resolution = None, data_home: DataHome = None) -> None:
     """Characterize the Shanghai AI Lab Acme trace (the ingested one, else a SYNTHETIC sample)."""
-    _analyze("acme", out, synthetic, data_home)
+    _analyze("acme", out, synthetic, module, resolution, data_home)
 
 
-def _analyze(trace: str, out: Path | None, force_sample: bool, data_home: Path | None) -> None:
-    from ddlx.analysis.summary import summarize
+@analyze_app.command("dataset")
+def analyze_dataset(
+    name: Annotated[str, typer.Argument(help="A dataset of the catalog, e.g. one made by `datasets import`.")],
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="Results folder (default: ./ddlx-results/<name>).", show_default=False)] = None,
+    module: Modules = None,
+    resolution: Resolution = None,
+    data_home: DataHome = None,
+) -> None:
+    """Characterize any dataset of the catalog (an imported cluster log, or an ingested trace)."""
+    from ddlx.analysis.runner import run_analysis
+
+    result = run_analysis(_home(data_home), name, _module_names(module), progress=_say,
+                          options=_options(resolution))
+    _render(result, out if out is not None else Path("ddlx-results") / name)
+
+
+def _module_names(module: list[str] | None) -> list[str]:
+    from ddlx.analysis.runner import resolve_modules
+
+    names = [n.strip() for item in module or [] for n in item.split(",") if n.strip()]
+    return resolve_modules(names)
+
+
+def _options(resolution: int | None) -> dict[str, Any]:
+    return {} if resolution is None else {"resolution_s": resolution}
+
+
+def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str] | None,
+             resolution: int | None, data_home: Path | None) -> None:
+    from ddlx.analysis.runner import run_analysis
     from ddlx.datasets.catalog import read_registrations
     from ddlx.datasets.canonical import jobs_table_name
     from ddlx.datasets.synthetic import ensure_sample, sample_scale
-    from ddlx.reports.results import write_summary
-    from ddlx.reports.text import format_table, format_value
 
-    out = out if out is not None else Path("ddlx-results") / f"{trace}-trace"
+    modules = _module_names(module)
     home = _home(data_home)
     registration = read_registrations(home).get(trace)
     if force_sample or registration is None or jobs_table_name(trace) not in registration.tables:
         _say(f"No {trace} jobs ingested in {home}: using a SYNTHETIC sample from ddlx's generator "
              f"(scale {sample_scale(trace)}). Ingest the real trace with `ddlx datasets ingest {trace} --from DIR`.")
         home = ensure_sample(home, trace, progress=_say)
-    summary = summarize(home, trace)
-    banner = "SYNTHETIC DATA: generated by ddlx, not real cluster data" if summary.synthetic else None
+    result = run_analysis(home, trace, modules, progress=_say, options=_options(resolution))
+    _render(result, out if out is not None else Path("ddlx-results") / f"{trace}-trace")
+
+
+def _render(result: Any, out: Path) -> None:
+    """Print one line per finding (and what did not apply), then write the results folder."""
+    from ddlx.reports.results import write_results
+    from ddlx.reports.text import format_findings
+
+    banner = "SYNTHETIC DATA: generated by ddlx, not real cluster data" if result.synthetic else None
     if banner:
         typer.echo(f"*** {banner} ***")
-    typer.echo(f"{trace}: {summary.metric('jobs').value:,} jobs, {summary.metric('gpu_jobs').value:,} GPU jobs")
-    for metric in summary.metrics:
-        typer.echo(f"  {metric.name:<26} {format_value(metric.value):>14} {metric.unit:<10} [{metric.definition}]")
-    for name, table in summary.tables.items():
-        typer.echo(f"\n{name}:")
-        typer.echo(format_table(table.drop("definition")))
-    written = write_summary(summary, out)
-    typer.echo(f"\nresults: {out} ({len(written)} files)")
+    typer.echo(format_findings(result))
+    written = write_results(result, out)
+    typer.echo(f"\nresults: {out} ({len(written)} files; definitions of every number in summary.json)")
     if banner:
         typer.echo(f"*** {banner} ***")
 

@@ -106,8 +106,17 @@ STATUSES: tuple[str, ...] = ("Terminated", "Failed", "Running", "Waiting")
 #: GPU types of machines and tasks; MISC means older generations (K40m, K80, M60).
 GPU_TYPES: tuple[str, ...] = ("MISC", "P100", "T4", "V100", "V100M32")
 
-#: Device memory in GB of the GPU types whose model is known (MISC is a mix).
+#: Device memory in GB of the GPU types whose model is known (MISC is a mix of older models, e.g.
+#: K40m, K80, M60, whose memory differs), and where each figure comes from.
 GPU_MEMORY_GB: dict[str, float] = {"P100": 16.0, "T4": 16.0, "V100": 16.0, "V100M32": 32.0}
+GPU_MEMORY_SOURCES: dict[str, str] = {
+    "P100": "NVIDIA Tesla P100 datasheet: 16 GB HBM2; a 12 GB PCIe variant exists, which the trace "
+            "does not name, so 16 GB is assumed",
+    "T4": "NVIDIA T4 datasheet: 16 GB GDDR6",
+    "V100": "NVIDIA Tesla V100 datasheet: 16 GB HBM2; the trace names the 32 GB model V100M32, so "
+            "V100 is the 16 GB one",
+    "V100M32": "NVIDIA Tesla V100 datasheet: 32 GB HBM2",
+}
 
 #: Tables whose start_time and end_time columns are times (0 or empty means missing).
 TIMED_TABLES: tuple[str, ...] = (

@@ -31,7 +31,11 @@ class ReleaseFile:
 
 @dataclass(frozen=True)
 class TraceInfo:
-    """A supported trace: what it is, where it comes from and how to cite it."""
+    """A supported trace: what it is, where it comes from and how to cite it.
+
+    `wall_clock` is False when the trace's times are offsets from an undisclosed start, so that
+    they have no time of day or weekday (`source_tz` then only names the zone they are stored in).
+    """
 
     name: str
     title: str
@@ -41,6 +45,7 @@ class TraceInfo:
     paper: str
     homepage: str
     files: tuple[ReleaseFile, ...] = field(default_factory=tuple)
+    wall_clock: bool = True
 
     @property
     def tables(self) -> list[str]:
@@ -201,6 +206,7 @@ PAI_V2023 = TraceInfo(
         "the owners' resampled variants used in their scheduling simulations)."
     ),
     source_tz="UTC",
+    wall_clock=False,
     licence="research use per alibaba/clusterdata",
     paper=(
         "Weng et al., \"Beware of Fragmentation: Scheduling GPU-Sharing Workloads with "

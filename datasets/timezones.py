@@ -65,3 +65,22 @@ def utc_from_zone_sql(wall_clock: str, zone: str) -> str:
         return fast
     return (f"CASE WHEN {wall_clock} >= TIMESTAMP '{since:%Y-%m-%d %H:%M:%S}' THEN {fast} "
             f"ELSE timezone({quoted}, {wall_clock}) END")
+
+
+def wall_clock_from_utc_sql(instant: str, zone: str) -> str:
+    """The wall clock (TIMESTAMP) in the IANA `zone` of the TIMESTAMPTZ `instant`.
+
+    Same values as `instant AT TIME ZONE zone`; instants in the zone's current fixed-offset period
+    take the arithmetic path.
+    """
+    quoted = "'" + zone.replace("'", "''") + "'"
+    fixed = fixed_offset_since(zone)
+    if fixed is None:
+        return f"({instant} AT TIME ZONE {quoted})"
+    since, seconds = fixed
+    fast = f"make_timestamp(epoch_us({instant}) + {seconds * 1_000_000})"
+    if since == datetime.min:
+        return fast
+    since_utc = since - timedelta(seconds=seconds)
+    return (f"CASE WHEN {instant} >= TIMESTAMPTZ '{since_utc:%Y-%m-%d %H:%M:%S}+00' THEN {fast} "
+            f"ELSE ({instant} AT TIME ZONE {quoted}) END")

@@ -40,3 +40,21 @@ def format_table(frame: pl.DataFrame, max_rows: int | None = None) -> str:
     if max_rows is not None and frame.height > max_rows:
         out.append(f"... {frame.height - max_rows} more rows")
     return "\n".join(out)
+
+
+def format_findings(result: Any) -> str:
+    """One line per finding of each module of an `AnalysisResult`, with its definition id, and
+    one line per part of a module that did not apply."""
+    lines = [f"{result.trace}: {len(result.modules)} module(s)"]
+    width = max((len(f.text) for m in result.modules for f in m.findings), default=0)
+    for module in result.modules:
+        lines.append(f"\n{module.module}:")
+        for finding in module.findings:
+            value = format_value(finding.value)
+            if finding.unit == "fraction" and isinstance(finding.value, float):
+                value = f"{finding.value:.1%}"
+            unit = "" if finding.unit == "fraction" else finding.unit
+            lines.append(f"  {finding.text:<{width}} {value:>14} {unit:<10} [{finding.definition}]")
+        for skipped in module.not_applicable:
+            lines.append(f"  not applicable: {skipped.what} ({skipped.why})")
+    return "\n".join(lines)

@@ -8,6 +8,7 @@ import hashlib
 import http.server
 import io
 import json
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -87,7 +88,8 @@ def test_ingest_info_sql_and_analyze_on_the_hand_built_release(cli, pai_release:
     out = tmp_path / "results"
     result = cli("analyze", "pai-trace", "--out", out, "--data-home", home)
     assert result.code == 0, result.err
-    assert "SYNTHETIC" not in result.out and "5 jobs, 4 GPU jobs" in result.out
+    assert "SYNTHETIC" not in result.out
+    assert re.search(r"^\s+GPU jobs\s+4 jobs\s+\[gpu_job.requests_gpu\]$", result.out, re.M), result.out
     summary = json.loads((out / "summary.json").read_text())
     assert summary["synthetic"] is False and "label" not in summary
     used = {d["id"] for d in summary["definitions"]}
@@ -95,7 +97,7 @@ def test_ingest_info_sql_and_analyze_on_the_hand_built_release(cli, pai_release:
             "gpu_request.fractional"} <= used
     metrics = pl.read_parquet(out / "summary.parquet")
     assert dict(zip(metrics["name"], metrics["value"]))["gpu_jobs"] == 4
-    states = pl.read_parquet(out / "state_mix.parquet")
+    states = pl.read_parquet(out / "overview" / "state_mix.parquet")
     assert states.filter(pl.col("state") == "completed")["jobs"].item() == 2
 
 
@@ -107,9 +109,10 @@ def test_main_job_without_data_uses_a_labelled_synthetic_sample(cli, tmp_path: P
     assert "SYNTHETIC" in result.err and result.out.count("SYNTHETIC") >= 2
     summary = json.loads((out / "summary.json").read_text())
     assert summary["label"] == "SYNTHETIC" and summary["synthetic"] is True
-    for name in ("summary", "state_mix", "gpu_request_mix"):
-        frame = pl.read_parquet(out / f"{name}.parquet")
-        assert frame["synthetic"].all()
+    written = sorted(out.rglob("*.parquet"))
+    assert out / "overview" / "state_mix.parquet" in written
+    for path in written:
+        assert pl.read_parquet(path)["synthetic"].all(), path
     # The sample lives apart from real data: the user's catalog stays empty.
     assert not (home / "catalog.duckdb").exists()
     # Its numbers are the catalog's numbers, recomputed here with plain SQL.
@@ -118,7 +121,7 @@ def test_main_job_without_data_uses_a_labelled_synthetic_sample(cli, tmp_path: P
     con = duckdb.connect(str(home / "samples" / "pai-synthetic" / "catalog.duckdb"), read_only=True)
     jobs, gpu_jobs = con.sql("SELECT count(*), count(*) FILTER (WHERE num_gpus > 0) FROM jobs").fetchall()[0]
     con.close()
-    value = {m["name"]: m["value"] for m in summary["metrics"]}
+    value = {f["name"]: f["value"] for f in summary["modules"]["overview"]["findings"]}
     assert (value["jobs"], value["gpu_jobs"]) == (jobs, gpu_jobs)
     # A second run reuses the sample instead of generating it again.
     again = cli("analyze", "pai-trace", "--out", out, "--data-home", home)
@@ -155,7 +158,7 @@ def test_every_trace_has_a_labelled_synthetic_sample(cli, tmp_path: Path, trace:
     assert result.out.count("SYNTHETIC") >= 2
     summary = json.loads((out / "summary.json").read_text())
     assert summary["label"] == "SYNTHETIC" and summary["trace"] == trace
-    value = {m["name"]: m["value"] for m in summary["metrics"]}
+    value = {f["name"]: f["value"] for f in summary["modules"]["overview"]["findings"]}
     release = home / "samples" / f"{trace}-synthetic" / "release"
     assert value["jobs"] == _jobs_in_release(trace, release)
     assert not (home / "catalog.duckdb").exists()

@@ -171,11 +171,11 @@ def test_archive_member_names_cannot_escape(tmp_path: Path, home: Path) -> None:
 
 
 def test_summary_numbers_hand_derived(pai_release: Path, home: Path) -> None:
-    from ddlx.analysis.summary import summarize
+    from ddlx.analysis.runner import run_analysis
 
     ingest("pai", pai_release, home)
-    summary = summarize(home, "pai")
-    value = {m.name: m.value for m in summary.metrics}
+    overview = run_analysis(home, "pai", ["overview"]).module("overview")
+    value = {f.name: f.value for f in overview.findings}
     assert value["jobs"] == 5 and value["gpu_jobs"] == 4
     assert value["fractional_gpu_job_share"] == 2 / 4  # j1 and j3 ask for parts of a GPU
     assert value["gpu_hours"] == pytest.approx((1.0 * 3990 + 4 * 500) / 3600)
@@ -185,12 +185,12 @@ def test_summary_numbers_hand_derived(pai_release: Path, home: Path) -> None:
     # run times of finished jobs: 60, 500, 3990
     assert value["run_time_p50"] == 500
     assert value["run_time_p90"] == pytest.approx(500 + 0.8 * (3990 - 500))
-    states = {r["state"]: r for r in summary.tables["state_mix"].to_dicts()}
+    states = {r["state"]: r for r in overview.table("state_mix").to_dicts()}
     assert {s: r["jobs"] for s, r in states.items()} == {"completed": 2, "failed": 1, "running": 1, "pending": 1}
     assert states["completed"]["gpu_hours_share"] == pytest.approx(3990 / (3990 + 2000))
-    mix = {r["gpus_requested"]: r["jobs"] for r in summary.tables["gpu_request_mix"].to_dicts()}
+    mix = {r["gpu_bucket"]: r["jobs"] for r in overview.table("gpu_request_mix").to_dicts()}
     assert mix == {"0": 1, "(0,1)": 1, "1": 2, "(2,4]": 1}
-    assert summary.tables["gpu_request_mix"]["gpus_requested"].to_list() == ["0", "(0,1)", "1", "(2,4]"]
+    assert overview.table("gpu_request_mix")["gpu_bucket"].to_list() == ["0", "(0,1)", "1", "(2,4]"]
     assert not math.isnan(value["queue_delay_p50"])
 
 

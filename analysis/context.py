@@ -1,0 +1,106 @@
+"""What an analysis module reads: one trace of the catalog, through a read-only DuckDB connection.
+
+Modules never open raw files: they query the catalog's canonical `jobs` view (restricted to the
+trace) and the trace's own tables (`pai_task_table`, `philly_gpu_util`, ...) by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from ddlx.datasets import catalog
+from ddlx.datasets.canonical import jobs_table_name
+from ddlx.datasets.csvload import sql_string
+from ddlx.datasets.registry import TRACES
+from ddlx.errors import CatalogError
+
+#: The zone used for hours and weekdays when a trace has none (its times are offsets, e.g. v2023).
+FALLBACK_TZ = "UTC"
+
+#: Why hour-of-day and weekday results are skipped on a trace without a wall clock.
+NO_WALL_CLOCK = "the trace's times are offsets from an undisclosed start: they have no time of day or weekday"
+
+
+@dataclass
+class TraceContext:
+    """One trace of one catalog, open for queries.
+
+    `tables` are the catalog's tables and views of this trace; `source_tz` the IANA zone of its
+    local wall clock; `has_wall_clock` False when its times are offsets from an undisclosed start
+    (Alibaba v2023), so that hours of day and weekdays mean nothing.
+    `options` are the caller's settings for the modules (e.g. `resolution_s`, the step of
+    utilisation time series).
+    """
+
+    home: Path
+    trace: str
+    con: duckdb.DuckDBPyConnection
+    tables: set[str]
+    synthetic: bool
+    source_tz: str | None
+    has_wall_clock: bool = True
+    provenance: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def jobs(self) -> str:
+        """A FROM item: the canonical jobs of this trace."""
+        return f"(SELECT * FROM jobs WHERE trace = {sql_string(self.trace)})"
+
+    @property
+    def local_tz(self) -> str:
+        """The zone hours of day and weekdays are read in (`source_tz`, else UTC)."""
+        return self.source_tz or FALLBACK_TZ
+
+    def has(self, *tables: str) -> bool:
+        """True when every one of `tables` is in the catalog for this trace."""
+        return all(table in self.tables for table in tables)
+
+    def query(self, sql: str) -> pl.DataFrame:
+        """Run `sql` on the catalog; `CatalogError` with DuckDB's first line when it fails."""
+        try:
+            return self.con.sql(sql).pl()
+        except duckdb.Error as exc:
+            message = str(exc).strip().splitlines()[0]
+            raise CatalogError(f"{self.trace}: analysis query failed: {message}") from None
+
+    def one_row(self, sql: str) -> dict[str, Any]:
+        """The first row of `sql` as a dict."""
+        return self.query(sql).to_dicts()[0]
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def open_trace(home: Path, trace: str) -> TraceContext:
+    """A `TraceContext` for `trace` in the catalog of `home`; `CatalogError` when it has no jobs."""
+    registration = catalog.read_registrations(home).get(trace)
+    if registration is None or jobs_table_name(trace) not in registration.tables:
+        raise CatalogError(f"no jobs of trace '{trace}' in {home}; ingest or import it first "
+                           f"(ddlx datasets ingest|import)")
+    con = catalog.connect(home)
+    # DuckDB runs an ASOF join as a nested loop when it expects a small left side, and it expects
+    # generated time bins to be few: with a million bins that loop takes minutes, not a second.
+    con.execute("SET asof_loop_join_threshold = 0")
+    tables = set(registration.tables) | set(registration.manifest.get("views", {}))
+    zone = con.execute(f"SELECT any_value(source_tz) FROM jobs WHERE trace = {sql_string(trace)}").fetchall()[0]
+    provenance = {
+        "catalog": str(catalog.catalog_path(home)),
+        "store_version": registration.version,
+        "ingested_at": registration.ingested_at,
+        "ddlx_version_at_ingest": registration.ddlx_version,
+        "source_files": {
+            table: [{k: f.get(k) for k in ("path", "member", "sha256", "matches_official_release")}
+                    for f in entry.get("files", [])]
+            for table, entry in registration.manifest.get("inputs", {}).items()},
+        "synthetic_details": registration.manifest.get("synthetic_details"),
+    }
+    known = TRACES.get(trace)
+    return TraceContext(home=home, trace=trace, con=con, tables=tables, synthetic=registration.synthetic,
+                        source_tz=zone[0], has_wall_clock=known.wall_clock if known else True,
+                        provenance=provenance)

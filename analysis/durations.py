@@ -1,0 +1,329 @@
+"""Durations: how long jobs run, by GPU bucket and by final state, with jobs still running at the
+trace end kept as censored observations (their run so far) and a Kaplan-Meier estimate of the
+run-time distribution next to the plain distribution of the jobs that ended.
+
+Everything is computed in SQL from one aggregated table per grouping: per group and distinct
+observed time, the jobs that ended and the jobs censored there. The Kaplan-Meier product, the
+quantiles (the same interpolation as DuckDB's `quantile_cont`) and the survival at fixed run times
+are window sums and ASOF joins over that table, so the jobs are scanned once per grouping and no
+Python loops over jobs or times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from ddlx.analysis.context import TraceContext
+from ddlx.analysis.definitions import Definition
+from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.sql import (CDF_PROBABILITIES, GPU_BUCKET_SQL, SUMMARY_QUANTILES, double_list_sql, sort_buckets,
+                               trace_end_sql)
+
+DEFINITIONS: tuple[Definition, ...] = (
+    Definition(
+        "durations.finished_runtime", "Run time of jobs that ended", "s",
+        "Run time (runtime.first_start_to_last_end) of the jobs that ended, whatever their final "
+        "state: every job with a run time except those whose state is running. Quantiles and CDFs "
+        "are continuous: with n run times sorted x_0..x_(n-1), the quantile p is x_k + (h - k) * "
+        "(x_(k+1) - x_k) for h = (n - 1) p and k = floor(h) (as DuckDB's quantile_cont). Leaving "
+        "out the jobs still running biases this distribution towards short runs; see "
+        "durations.kaplan_meier_runtime.",
+    ),
+    Definition(
+        "durations.censored_runtime", "Run so far of a job still running (censored)", "s",
+        "For a job that started but did not end within the trace (no end time, or state running): "
+        "its run so far, a lower bound on its run time. It is the trace end (the last submit, start "
+        "or end instant any job of the trace records) minus the job's start, in seconds; a running "
+        "job that carries a run time (imported tables) is censored at that run time. Jobs with "
+        "neither a start time nor a run time (never started, or start not recorded) are neither "
+        "finished nor censored: they are counted as untimed and left out.",
+    ),
+    Definition(
+        "durations.kaplan_meier_runtime", "Kaplan-Meier run time", "s",
+        "The Kaplan-Meier estimate of the run-time distribution from the finished run times "
+        "(durations.finished_runtime, the events) and the censored runs so far "
+        "(durations.censored_runtime): survival S(t) = product over the distinct finished run times "
+        "t_i <= t of (1 - d_i / n_i), with d_i the jobs ending at t_i and n_i the jobs observed for "
+        "at least t_i (a job censored at t_i counts as still at risk at t_i). Quantile p: the "
+        "smallest finished run time t with 1 - S(t) >= p; none when the estimate never reaches p "
+        "(the longest observations are censored). Without censored jobs it is the empirical "
+        "distribution of the finished run times (a quantile is then an order statistic, not "
+        "interpolated). Estimated per GPU bucket and over all jobs, not per final state (a job "
+        "still running has no final state yet, so its group would be censored throughout).",
+    ),
+)
+
+ALL = "all"
+#: Run times (s) at which survival is reported: 1 min, 10 min, 1 h, 6 h, 1 day, 1 week, 30 days.
+SURVIVAL_TIMES_S: tuple[float, ...] = (60.0, 600.0, 3600.0, 6 * 3600.0, 86400.0, 7 * 86400.0, 30 * 86400.0)
+#: Slack when comparing an estimated CDF (a product of floats) with a probability.
+_CDF_SLACK = 1e-9
+
+
+def trace_end_epoch_s(ctx: TraceContext) -> float | None:
+    """The trace end (`trace_end_sql`) in Unix seconds; None for a trace without any time."""
+    return ctx.one_row(f"SELECT epoch({trace_end_sql(ctx)}) AS end_s")["end_s"]
+
+
+def observations_sql(ctx: TraceContext, trace_end_s: float | None = None) -> str:
+    """A FROM item: every job of the trace with `gpu_bucket`, `state`, `time_s` (run time, or run so
+    far for a censored job; NULL for an untimed job) and `finished` (true: ended; false: censored;
+    NULL: untimed). Definitions durations.finished_runtime and durations.censored_runtime.
+    `trace_end_s`: the trace end in Unix seconds when already known (saves a scan per query)."""
+    end = repr(float(trace_end_s)) if trace_end_s is not None else f"epoch({trace_end_sql(ctx)})"
+    return f"""(
+        SELECT {GPU_BUCKET_SQL} AS gpu_bucket, state,
+               CASE WHEN run_s IS NOT NULL THEN run_s
+                    WHEN start_time IS NOT NULL THEN greatest({end} - epoch(start_time), 0)
+               END AS time_s,
+               CASE WHEN run_s IS NULL AND start_time IS NULL THEN NULL
+                    ELSE run_s IS NOT NULL AND state IS DISTINCT FROM 'running' END AS finished
+        FROM {ctx.jobs})"""
+
+
+def _all_first(frame: pl.DataFrame, column: str = "gpu_bucket") -> pl.DataFrame:
+    """`frame` with the 'all' rows first, then GPU buckets in their usual order (stable)."""
+    return pl.concat([frame.filter(pl.col(column) == ALL), sort_buckets(frame.filter(pl.col(column) != ALL), column)])
+
+
+def _bucket_curves_ctes(ctx: TraceContext, trace_end_s: float | None) -> str:
+    """CTEs for the GPU-bucket curves ('all' included):
+
+    - `steps`: per bucket and distinct observed time (NULL for untimed jobs): `finished_n`,
+      `censored_n`, `all_n`;
+    - `groups`: per bucket `jobs`, `finished_jobs`, `censored_jobs`, `untimed_jobs`, `mean_s`
+      (mean finished run time);
+    - `events`: per bucket and distinct finished run time: `finished_cum` (finished jobs at or
+      below it), `cdf_km` (1 - Kaplan-Meier survival) and `cdf_km_reach` (with slack).
+    """
+    return f"""
+        steps AS MATERIALIZED (
+            SELECT CASE WHEN grouping(gpu_bucket) = 1 THEN '{ALL}' ELSE gpu_bucket END AS gpu_bucket, time_s,
+                   count(*) FILTER (WHERE finished) AS finished_n,
+                   count(*) FILTER (WHERE NOT finished) AS censored_n, count(*) AS all_n
+            FROM {observations_sql(ctx, trace_end_s)} GROUP BY GROUPING SETS ((gpu_bucket, time_s), (time_s))),
+        groups AS (
+            SELECT gpu_bucket, sum(all_n)::BIGINT AS jobs, sum(finished_n)::BIGINT AS finished_jobs,
+                   sum(censored_n)::BIGINT AS censored_jobs,
+                   coalesce(sum(all_n) FILTER (WHERE time_s IS NULL), 0)::BIGINT AS untimed_jobs,
+                   sum(time_s * finished_n) / nullif(sum(finished_n), 0) AS mean_s
+            FROM steps GROUP BY gpu_bucket),
+        risk AS (
+            SELECT gpu_bucket, time_s, finished_n,
+                   sum(finished_n) OVER (PARTITION BY gpu_bucket ORDER BY time_s
+                                         ROWS UNBOUNDED PRECEDING) AS finished_cum,
+                   sum(finished_n + censored_n) OVER (PARTITION BY gpu_bucket ORDER BY time_s DESC
+                                                      ROWS UNBOUNDED PRECEDING) AS at_risk
+            FROM steps WHERE time_s IS NOT NULL),
+        curve AS (
+            SELECT *, 1 - product(1 - finished_n / at_risk) OVER (PARTITION BY gpu_bucket ORDER BY time_s
+                                                                   ROWS UNBOUNDED PRECEDING) AS cdf_km
+            FROM risk),
+        events AS (
+            SELECT gpu_bucket, time_s, finished_cum, cdf_km, cdf_km + {_CDF_SLACK} AS cdf_km_reach
+            FROM curve WHERE finished_n > 0)"""
+
+
+def _interpolated_sql(probs: str, curves: str, keys: Sequence[str], count: str) -> str:
+    """SELECT: continuous quantiles (as `quantile_cont`) from a distribution held as counts.
+
+    `probs` is a FROM item with `keys`, `probability` and `{count}` (values in the distribution);
+    `curves` one with `keys`, `time_s` and `cum` (values at or below `time_s`; only rows that hold
+    values). Rows: every column of `probs`, `x0`, `x1` (the order statistics around the quantile)
+    and `h` (its fractional position)."""
+    on = " AND ".join(f"p.{k} = c.{k}" for k in keys)
+    on_lo = " AND ".join(f"lo.{k} = c.{k}" for k in keys)
+    return f"""
+        SELECT lo.*, c.time_s AS x1 FROM (
+            SELECT p.*, c.time_s AS x0 FROM (
+                SELECT *, ({count} - 1) * probability AS h FROM {probs}) AS p
+            ASOF LEFT JOIN {curves} AS c ON {on} AND floor(p.h) < c.cum) AS lo
+        ASOF LEFT JOIN {curves} AS c ON {on_lo} AND ceil(lo.h) < c.cum"""
+
+
+def _bucket_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilities: Sequence[float]) -> pl.DataFrame:
+    return ctx.query(f"""
+        WITH {_bucket_curves_ctes(ctx, trace_end_s)},
+        probs AS (SELECT *, unnest({double_list_sql(probabilities)}) AS probability FROM groups),
+        plain AS ({_interpolated_sql("probs", "(SELECT gpu_bucket, time_s, finished_cum AS cum FROM events)",
+                                     ("gpu_bucket",), "finished_jobs")})
+        SELECT plain.gpu_bucket, plain.probability,
+               plain.x0 + (plain.h - floor(plain.h)) * (plain.x1 - plain.x0) AS run_s,
+               plain.finished_jobs, km.time_s AS run_s_km, plain.censored_jobs,
+               plain.jobs, plain.untimed_jobs, plain.mean_s
+        FROM plain ASOF LEFT JOIN events AS km
+          ON plain.gpu_bucket = km.gpu_bucket AND plain.probability <= km.cdf_km_reach
+        ORDER BY plain.gpu_bucket, plain.probability""")
+
+
+def run_time_cdf_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = None,
+                               probabilities: Sequence[float] = CDF_PROBABILITIES) -> pl.DataFrame:
+    """Per GPU bucket and over all jobs ('all'), at each probability: `run_s`, the plain CDF of the
+    finished run times (durations.finished_runtime) over `finished_jobs`, next to `run_s_km`, the
+    Kaplan-Meier quantile (durations.kaplan_meier_runtime) that also uses the `censored_jobs`
+    (NULL where the estimate never reaches the probability)."""
+    return _bucket_cdf(_bucket_cdf_query(ctx, trace_end_s, probabilities))
+
+
+def _bucket_cdf(rows: pl.DataFrame) -> pl.DataFrame:
+    """The CDF table from `_bucket_cdf_query` rows: groups with no timed job left out."""
+    frame = rows.filter(pl.col("finished_jobs") + pl.col("censored_jobs") > 0)
+    return _all_first(frame.select("gpu_bucket", "probability", "run_s", "finished_jobs", "run_s_km",
+                                   "censored_jobs"))
+
+
+def run_time_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = None) -> pl.DataFrame:
+    """Per GPU bucket and over all ('all'): jobs, finished, censored and untimed jobs, quantiles
+    (`p50_s`, ...) and mean of the finished run times (durations.finished_runtime) and Kaplan-Meier
+    quantiles (`km_p50_s`, ...; durations.kaplan_meier_runtime), in seconds."""
+    return _bucket_summary(_bucket_cdf_query(ctx, trace_end_s, tuple(SUMMARY_QUANTILES.values())))
+
+
+def _bucket_summary(cdf: pl.DataFrame) -> pl.DataFrame:
+    """The per-bucket summary from `_bucket_cdf_query` rows (which must hold the summary quantiles)."""
+    frame = cdf.select("gpu_bucket", "jobs", "finished_jobs", "censored_jobs", "untimed_jobs").unique(
+        "gpu_bucket", maintain_order=True)
+    for column, source in (("{}_s", "run_s"), ("km_{}_s", "run_s_km")):
+        for name, q in SUMMARY_QUANTILES.items():
+            at_q = cdf.filter((pl.col("probability") - q).abs() < 1e-12).select(
+                "gpu_bucket", pl.col(source).alias(column.format(name)))
+            frame = frame.join(at_q, on="gpu_bucket", how="left")
+        if source == "run_s":
+            frame = frame.join(cdf.select("gpu_bucket", "mean_s").unique("gpu_bucket"), on="gpu_bucket", how="left")
+    return _all_first(frame)
+
+
+def survival_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = None,
+                           times_s: Sequence[float] = SURVIVAL_TIMES_S) -> pl.DataFrame:
+    """Per GPU bucket and over all ('all'), at each run time `run_s` of `times_s`: `survival_km`,
+    the Kaplan-Meier share of jobs running longer (durations.kaplan_meier_runtime), and
+    `survival_finished`, the plain share of finished jobs that ran longer (durations.finished_runtime)."""
+    frame = ctx.query(f"""
+        WITH {_bucket_curves_ctes(ctx, trace_end_s)},
+        grid AS (SELECT gpu_bucket, finished_jobs, unnest({double_list_sql(times_s)}) AS run_s
+                 FROM groups WHERE finished_jobs + censored_jobs > 0)
+        SELECT g.gpu_bucket, g.run_s, coalesce(1 - e.cdf_km, 1.0) AS survival_km,
+               1 - coalesce(e.finished_cum, 0) / nullif(g.finished_jobs, 0) AS survival_finished
+        FROM grid AS g ASOF LEFT JOIN events AS e ON g.gpu_bucket = e.gpu_bucket AND g.run_s >= e.time_s
+        ORDER BY g.gpu_bucket, g.run_s""")
+    return _all_first(frame)
+
+
+def _state_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilities: Sequence[float]) -> pl.DataFrame:
+    """Per final state and kind of observation (`censored` false: finished run times; true: runs so
+    far), at each probability: `run_s` (continuous quantile) and `jobs` in the curve; plus the
+    state's counts (`state_jobs`, `finished_jobs`, `censored_jobs`, `untimed_jobs`) and `mean_s`."""
+    return ctx.query(f"""
+        WITH steps AS MATERIALIZED (
+            SELECT state, coalesce(state, '') AS state_key, NOT finished AS censored, time_s, count(*) AS n
+            FROM {observations_sql(ctx, trace_end_s)} GROUP BY ALL),
+        counts AS (
+            SELECT state_key, sum(n)::BIGINT AS state_jobs,
+                   coalesce(sum(n) FILTER (WHERE NOT censored), 0)::BIGINT AS finished_jobs,
+                   coalesce(sum(n) FILTER (WHERE censored), 0)::BIGINT AS censored_jobs,
+                   coalesce(sum(n) FILTER (WHERE censored IS NULL), 0)::BIGINT AS untimed_jobs,
+                   sum(time_s * n) FILTER (WHERE NOT censored) / nullif(sum(n) FILTER (WHERE NOT censored), 0)
+                       AS mean_s
+            FROM steps GROUP BY state_key),
+        curves AS (
+            SELECT state_key, censored, time_s,
+                   sum(n) OVER (PARTITION BY state_key, censored ORDER BY time_s ROWS UNBOUNDED PRECEDING) AS cum
+            FROM steps WHERE time_s IS NOT NULL),
+        probs AS (
+            SELECT state, state_key, censored, sum(n)::BIGINT AS jobs, unnest({double_list_sql(probabilities)}) AS probability
+            FROM steps WHERE time_s IS NOT NULL GROUP BY state, state_key, censored),
+        quantiles AS ({_interpolated_sql("probs", "curves", ("state_key", "censored"), "jobs")})
+        SELECT q.state, q.censored, q.probability, q.x0 + (q.h - floor(q.h)) * (q.x1 - q.x0) AS run_s, q.jobs,
+               c.state_jobs, c.finished_jobs, c.censored_jobs, c.untimed_jobs, c.mean_s
+        FROM quantiles AS q JOIN counts AS c USING (state_key)
+        UNION ALL
+        SELECT s.state, NULL, NULL, NULL, NULL, c.state_jobs, c.finished_jobs, c.censored_jobs, c.untimed_jobs, NULL
+        FROM (SELECT DISTINCT state, state_key FROM steps) AS s JOIN counts AS c USING (state_key)
+        WHERE c.finished_jobs + c.censored_jobs = 0""")
+
+
+def run_time_cdf_by_state(ctx: TraceContext, trace_end_s: float | None = None,
+                          probabilities: Sequence[float] = CDF_PROBABILITIES) -> pl.DataFrame:
+    """Per final state, at each probability: the CDF of the finished run times (`censored` false;
+    durations.finished_runtime) and, apart, of the runs so far of censored jobs (`censored` true;
+    durations.censored_runtime, lower bounds), with the `jobs` in each curve."""
+    return _state_cdf(_state_cdf_query(ctx, trace_end_s, probabilities))
+
+
+def _state_cdf(frame: pl.DataFrame) -> pl.DataFrame:
+    return (frame.filter(pl.col("probability").is_not_null())
+                 .select("state", "censored", "probability", "run_s", "jobs")
+                 .sort("state", "censored", "probability", nulls_last=True))
+
+
+def run_time_by_state(ctx: TraceContext, trace_end_s: float | None = None) -> pl.DataFrame:
+    """Per final state: jobs, finished, censored and untimed jobs, quantiles and mean of the finished
+    run times (s; durations.finished_runtime), and the median run so far of the censored ones
+    (`censored_p50_s`; durations.censored_runtime)."""
+    return _state_summary(_state_cdf_query(ctx, trace_end_s, tuple(SUMMARY_QUANTILES.values())))
+
+
+def _state_summary(rows: pl.DataFrame) -> pl.DataFrame:
+    """The per-state summary from `_state_cdf_query` rows (which must hold the summary quantiles)."""
+    frame = (rows.select("state", pl.col("state_jobs").alias("jobs"), "finished_jobs", "censored_jobs",
+                         "untimed_jobs").unique("state", maintain_order=True))
+    finished = rows.filter(pl.col("censored") == False)  # noqa: E712 (a polars expression)
+    for name, q in SUMMARY_QUANTILES.items():
+        at_q = finished.filter((pl.col("probability") - q).abs() < 1e-12).select(
+            "state", pl.col("run_s").alias(f"{name}_s"))
+        frame = frame.join(at_q, on="state", how="left", nulls_equal=True)
+    frame = frame.join(finished.select("state", "mean_s").unique("state"), on="state", how="left", nulls_equal=True)
+    censored = rows.filter(pl.col("censored") & ((pl.col("probability") - 0.5).abs() < 1e-12)).select(
+        "state", pl.col("run_s").alias("censored_p50_s"))
+    frame = frame.join(censored, on="state", how="left", nulls_equal=True)
+    return frame.sort("jobs", "state", descending=[True, False], nulls_last=True)
+
+
+def analyze(ctx: TraceContext) -> ModuleResult:
+    result = ModuleResult("durations")
+    trace_end_s = trace_end_epoch_s(ctx)
+    probabilities = tuple(sorted(set(CDF_PROBABILITIES) | set(SUMMARY_QUANTILES.values())))
+    bucket_rows = _bucket_cdf_query(ctx, trace_end_s, probabilities)
+    overall = bucket_rows.filter(pl.col("gpu_bucket") == ALL).row(0, named=True) if bucket_rows.height else {}
+    if not (overall.get("finished_jobs") or overall.get("censored_jobs")):
+        result.skip("run-time distributions", "no job of this trace has a run time or a start time")
+        return result
+    km_defs = ("durations.finished_runtime", "durations.censored_runtime", "durations.kaplan_meier_runtime",
+               "gpu_request.bucket")
+    by_bucket = result.add("run_time_by_gpu_bucket", _bucket_summary(bucket_rows), km_defs,
+                           "a GPU bucket, or all jobs (gpu_bucket 'all')")
+    cdf = _bucket_cdf(bucket_rows.filter(pl.col("probability").is_in(list(CDF_PROBABILITIES))))
+    result.add("run_time_cdf_by_gpu_bucket", cdf, km_defs,
+               "a probability of the run-time distribution of a GPU bucket or of all jobs ('all'): the "
+               "plain CDF of finished jobs next to the Kaplan-Meier estimate with still-running jobs censored")
+    result.add("run_time_survival_by_gpu_bucket", survival_by_gpu_bucket(ctx, trace_end_s), km_defs,
+               "a run time of a fixed grid in a GPU bucket or over all jobs ('all'): share of jobs "
+               "running longer")
+    state_rows = _state_cdf_query(ctx, trace_end_s, probabilities)
+    if state_rows["state"].is_not_null().any():
+        state_defs = ("durations.finished_runtime", "durations.censored_runtime", "state.canonical")
+        result.add("run_time_by_state", _state_summary(state_rows), state_defs, "a final state")
+        state_cdf = _state_cdf(state_rows.filter(pl.col("probability").is_in(list(CDF_PROBABILITIES))))
+        result.add("run_time_cdf_by_state", state_cdf, state_defs,
+                   "a probability of the run-time CDF of a final state, for finished jobs (censored "
+                   "false) or for the run so far of jobs still running (censored true)")
+    else:
+        result.skip("run time by final state", "the trace records no job states")
+
+    overall = by_bucket.filter(pl.col("gpu_bucket") == ALL).to_dicts()[0]
+    finished, censored = overall["finished_jobs"], overall["censored_jobs"]
+    timed = finished + censored
+    km_population = f"{timed:,} jobs that started ({censored:,} still running, censored)"
+    result.find("run_time_p50_km", "median run time (Kaplan-Meier, running jobs censored)",
+                overall["km_p50_s"], "s", "durations.kaplan_meier_runtime", km_population)
+    result.find("run_time_p90_km", "90th-percentile run time (Kaplan-Meier, running jobs censored)",
+                overall["km_p90_s"], "s", "durations.kaplan_meier_runtime", km_population)
+    result.find("run_time_p50_finished", "median run time of jobs that ended", overall["p50_s"], "s",
+                "durations.finished_runtime", f"{finished:,} jobs that ended")
+    result.find("censored_jobs", "jobs still running at the trace end (censored)", censored, "jobs",
+                "durations.censored_runtime", f"{timed:,} jobs that started")
+    result.find("censored_share", "share of started jobs still running at the trace end",
+                censored / timed, "fraction", "durations.censored_runtime", f"{timed:,} jobs that started")
+    return result

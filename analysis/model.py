@@ -1,0 +1,130 @@
+"""What analysis modules return: tidy result tables, headline findings, and what did not apply.
+
+Every table and finding names the metric definitions it used (ids of `definitions.py`), so a
+written result says exactly what each number means. Units are in column names (`queue_s`,
+`gpu_hours`, `share`), and each table says what one of its rows is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from ddlx.analysis.definitions import definitions_used, get_definition
+
+
+def table_file(module: str, table: str) -> str:
+    """Where a result table is written, relative to the results folder."""
+    return f"{module}/{table}.parquet"
+
+
+@dataclass
+class ResultTable:
+    """One tidy result: `row` says what a row is; `definitions` the metric definitions used."""
+
+    name: str
+    frame: pl.DataFrame
+    definitions: tuple[str, ...]
+    row: str
+
+    def __post_init__(self) -> None:
+        for definition in self.definitions:
+            get_definition(definition)  # an unknown id is a programming error, caught at once
+
+
+@dataclass
+class Finding:
+    """One headline number, shown as one terminal line: `text` labels the value (unit apart)."""
+
+    name: str
+    text: str
+    value: float | int | None
+    unit: str
+    definition: str
+    population: str
+
+    def __post_init__(self) -> None:
+        get_definition(self.definition)
+
+
+@dataclass
+class NotApplicable:
+    """A part of a module the trace has no data for, and why."""
+
+    what: str
+    why: str
+
+
+@dataclass
+class ModuleResult:
+    """Everything one module found on one trace."""
+
+    module: str
+    tables: list[ResultTable] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    not_applicable: list[NotApplicable] = field(default_factory=list)
+
+    def add(self, name: str, frame: pl.DataFrame, definitions: tuple[str, ...] | list[str], row: str) -> pl.DataFrame:
+        """Add a result table; returns `frame` for further use."""
+        self.tables.append(ResultTable(name, frame, tuple(definitions), row))
+        return frame
+
+    def find(self, name: str, text: str, value: float | int | None, unit: str, definition: str,
+             population: str) -> None:
+        """Add a headline finding."""
+        self.findings.append(Finding(name, text, value, unit, definition, population))
+
+    def skip(self, what: str, why: str) -> None:
+        """Record that `what` does not apply to this trace, and why."""
+        self.not_applicable.append(NotApplicable(what, why))
+
+    def table(self, name: str) -> pl.DataFrame:
+        return next(t.frame for t in self.tables if t.name == name)
+
+    def finding(self, name: str) -> Finding:
+        return next(f for f in self.findings if f.name == name)
+
+    @property
+    def definition_ids(self) -> list[str]:
+        ids = [d for t in self.tables for d in t.definitions] + [f.definition for f in self.findings]
+        return list(dict.fromkeys(ids))
+
+
+@dataclass
+class AnalysisResult:
+    """The modules run on one trace, with where the data came from."""
+
+    trace: str
+    synthetic: bool
+    provenance: dict[str, Any]
+    modules: list[ModuleResult] = field(default_factory=list)
+
+    def module(self, name: str) -> ModuleResult:
+        return next(m for m in self.modules if m.module == name)
+
+    @property
+    def definition_ids(self) -> list[str]:
+        return list(dict.fromkeys(d for m in self.modules for d in m.definition_ids))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every finding, each table's file (see `table_file`) and shape, what did not apply, and
+        the full text of every definition used."""
+        return {
+            "trace": self.trace,
+            "synthetic": self.synthetic,
+            "provenance": self.provenance,
+            "modules": {
+                m.module: {
+                    "findings": [f.__dict__ for f in m.findings],
+                    "tables": {t.name: {"file": table_file(m.module, t.name), "row": t.row,
+                                        "definitions": list(t.definitions), "columns": t.frame.columns,
+                                        "rows": t.frame.height}
+                               for t in m.tables},
+                    "not_applicable": [n.__dict__ for n in m.not_applicable],
+                }
+                for m in self.modules
+            },
+            "definitions": definitions_used(self.definition_ids),
+        }

@@ -1,0 +1,419 @@
+"""Queueing: how long jobs wait between submission and their first start.
+
+Queueing delay is the canonical `queue_delay.submit_to_first_start` (`jobs.queue_s`, seconds).
+Jobs that never started have no delay: they are left out of quantiles and CDFs but counted in
+every table (`jobs_never_started`), and the waiting-longer-than table gives the share both without
+them and with them counted as waiting longer than every threshold. Tables: quantiles and CDFs by
+GPU-request bucket, GPU type, VC and local hour of submission; shares over thresholds; wait over
+completion time; queueing against the cluster's allocated GPUs at submission; and, for PAI, the
+trace's other readings of the wait side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from ddlx.analysis.capacity import capacity_sources, gpu_capacity_sql
+from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
+from ddlx.analysis.definitions import Definition
+from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.sql import (CDF_PROBABILITIES, GPU_BUCKET_SQL, SUMMARY_QUANTILES, allocation_steps_sql,
+                               cdf_table, local_time_sql, quantile_columns_sql, sort_buckets)
+
+QUEUE = "queue_delay.submit_to_first_start"
+BUCKET = "gpu_request.bucket"
+PAI_OFFICIAL = "pai.queue_delay.submit_to_first_task_start"
+PAI_TASK = "pai.queue_delay.task_to_first_instance"
+
+DEFINITIONS: tuple[Definition, ...] = (
+    Definition(
+        "queueing.wait_over_threshold", "Share of jobs waiting longer than a threshold", "fraction",
+        "For a threshold T in seconds: jobs whose queueing delay (queue_delay.submit_to_first_start) "
+        "is above T, over the jobs that started (share_of_started). Jobs that never started "
+        "(no start time) are left out of that share; upper_share_with_never_started counts them "
+        "as waiting longer than T, over the started and never-started jobs together (an upper "
+        "bound: the trace does not say how long they waited).",
+    ),
+    Definition(
+        "queueing.wait_share_of_completion", "Wait over completion time", "fraction",
+        "queue_s / (queue_s + run_s) for each finished job: a job with a queueing delay "
+        "(queue_delay.submit_to_first_start) and a run time (runtime.first_start_to_last_end), "
+        "both non-negative and not both zero. Still-running and never-started jobs have none.",
+    ),
+    Definition(
+        "queueing.allocated_gpus_at_submit", "Allocated GPUs at submission", "GPUs",
+        "The allocated GPUs (utilization.allocated_gpus) of the job's cluster just before its "
+        "submission instant: the sum of num_gpus of the cluster's jobs that started before that "
+        "instant and had not ended before it (a job without an end holds its GPUs to the end of "
+        "the trace; jobs that never started hold none). Found by an as-of join of each submission "
+        "to the step function of allocated GPUs of its cluster.",
+    ),
+    Definition(
+        "queueing.load_at_submit", "Cluster load at submission", "fraction",
+        "queueing.allocated_gpus_at_submit divided by a reference number of GPUs of the same "
+        "cluster, for each GPU job (gpu_job.requests_gpu) with a submission time. Two references, "
+        "each in its own rows: reference = capacity, the cluster's GPU capacity valid at the "
+        "submission instant from the trace's preferred capacity source (capacity.<source>, summed "
+        "over the cluster's VCs or GPU types; jobs submitted when none is known are left out; "
+        "only for traces that document a capacity); reference = peak_allocation, the largest "
+        "number of GPUs allocated at once in the cluster over the whole trace (every trace). "
+        "Binned in tenths: bin k (0-8) holds loads in [k/10, (k+1)/10), bin 9 loads in [0.9, 1] "
+        "and bin 10 loads above 1 (more GPUs allocated than the reference: only against capacity).",
+    ),
+    Definition(
+        "pai.queue_delay.task_to_first_instance", "PAI task queueing delay", "s",
+        "Per PAI task (a row of pai_task_table): seconds from the task's start_time to the "
+        "earliest start_time of its instances (pai_instance_table rows with the same job_name and "
+        "task_name). Tasks without a start time or without a started instance have none.",
+    ),
+)
+
+#: Waiting-longer-than thresholds, seconds: 1 min, 10 min, 1 h, 6 h, 24 h.
+DEFAULT_THRESHOLDS_S: tuple[float, ...] = (60.0, 600.0, 3600.0, 6 * 3600.0, 24 * 3600.0)
+#: VCs shown by name per cluster (the rest are pooled as "other").
+DEFAULT_TOP_VCS = 10
+#: The load headline reads the highest load bin holding at least this share of the GPU jobs.
+HEADLINE_BIN_SHARE = 0.01
+#: Label of the rows that pool every GPU bucket / every cluster.
+ALL = "all"
+ALL_CLUSTERS = "all clusters"
+
+
+def queue_source_sql(ctx: TraceContext) -> str:
+    """A FROM item over this trace's jobs with the columns the queueing tables group and measure."""
+    return f"""(
+        SELECT cluster, vc, gpu_type, num_gpus, {GPU_BUCKET_SQL} AS gpu_bucket, queue_s, run_s,
+               start_time IS NULL AS never_started, submit_time
+        FROM {ctx.jobs})"""
+
+
+#: The summary quantiles are read off the CDF when it has their probabilities (one pass less).
+_SUMMARY_FROM_CDF = all(q in CDF_PROBABILITIES for q in SUMMARY_QUANTILES.values())
+
+
+def quantiles_and_cdf(ctx: TraceContext, source: str, groups: Sequence[str],
+                      where: str = "TRUE") -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per group of `source` (a FROM item with `queue_s` and `never_started`): a summary (jobs,
+    jobs never started, jobs with a queueing delay, p50/p90/p99/mean in s) and the CDF rows
+    (`probability`, `queue_s`, `jobs_with_value`), both sorted by the group columns."""
+    group_list = ", ".join(groups)
+    cdf = (cdf_table(ctx, "queue_s", source, groups, where)
+           .rename({"value": "queue_s", "rows": "jobs_with_value"}))
+    if _SUMMARY_FROM_CDF:
+        summary = ctx.query(f"""
+            SELECT {group_list}, count(*) AS jobs, count(*) FILTER (WHERE never_started) AS jobs_never_started,
+                   count(queue_s) AS jobs_with_value, avg(queue_s) AS mean_s
+            FROM {source} WHERE {where} GROUP BY {group_list} ORDER BY {group_list}""")
+        for name, q in SUMMARY_QUANTILES.items():
+            picked = cdf.filter(pl.col("probability") == q).select(*groups, pl.col("queue_s").alias(f"{name}_s"))
+            summary = summary.join(picked, on=list(groups), how="left", nulls_equal=True, maintain_order="left")
+        summary = summary.select(*groups, "jobs", "jobs_never_started", "jobs_with_value",
+                                 *(f"{name}_s" for name in SUMMARY_QUANTILES), "mean_s")
+    else:
+        summary = ctx.query(f"""
+            SELECT {group_list}, count(*) AS jobs, count(*) FILTER (WHERE never_started) AS jobs_never_started,
+                   {quantile_columns_sql('queue_s', suffix='_s')}
+            FROM {source} WHERE {where} GROUP BY {group_list} ORDER BY {group_list}""")
+    return summary, cdf
+
+
+def by_gpu_bucket(ctx: TraceContext) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Queueing-delay summary and CDF (s) per GPU-request bucket."""
+    summary, cdf = quantiles_and_cdf(ctx, queue_source_sql(ctx), ["gpu_bucket"])
+    return sort_buckets(summary), sort_buckets(cdf)
+
+
+def by_gpu_type(ctx: TraceContext) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Queueing-delay summary and CDF (s) of GPU jobs per GPU type (NULL type: `unspecified`)."""
+    source = f"""(SELECT *, coalesce(gpu_type, 'unspecified') AS gpu_type_label
+                 FROM {queue_source_sql(ctx)} WHERE num_gpus > 0)"""
+    summary, cdf = quantiles_and_cdf(ctx, source, ["gpu_type_label"])
+    return summary.rename({"gpu_type_label": "gpu_type"}), cdf.rename({"gpu_type_label": "gpu_type"})
+
+
+def by_vc(ctx: TraceContext, top_vcs: int = DEFAULT_TOP_VCS) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Queueing-delay summary and CDF (s) per cluster for its `top_vcs` VCs with most jobs, the
+    rest pooled as 'other' (`vcs`: VCs in the row); jobs without a VC are in '(none)'."""
+    source = f"""(
+        WITH labelled AS (SELECT *, coalesce(vc, '(none)') AS vc_label FROM {queue_source_sql(ctx)}),
+        ranked AS (
+            SELECT cluster, vc_label,
+                   row_number() OVER (PARTITION BY cluster ORDER BY count(*) DESC, vc_label) AS vc_rank
+            FROM labelled GROUP BY cluster, vc_label),
+        grouped AS (
+            SELECT cluster, vc_label,
+                   CASE WHEN vc_rank <= {int(top_vcs)} THEN vc_label ELSE 'other' END AS vc_group FROM ranked),
+        counted AS (SELECT *, count(*) OVER (PARTITION BY cluster, vc_group) AS vcs FROM grouped)
+        SELECT l.*, c.vc_group, c.vcs FROM labelled l JOIN counted c USING (cluster, vc_label))"""
+    summary, cdf = quantiles_and_cdf(ctx, source, ["cluster", "vc_group", "vcs"])
+    summary = (summary.rename({"vc_group": "vc"})
+               .sort(["cluster", pl.col("vc") == "other", "jobs", "vc"], descending=[False, False, True, False]))
+    return summary, cdf.drop("vcs").rename({"vc_group": "vc"})
+
+
+def by_submit_hour(ctx: TraceContext) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Queueing-delay summary and CDF (s) per hour of day of submission (0-23, local time)."""
+    source = f"""(SELECT *, CAST(hour({local_time_sql(ctx, 'submit_time')}) AS INTEGER) AS submit_hour
+                 FROM {queue_source_sql(ctx)} WHERE submit_time IS NOT NULL)"""
+    return quantiles_and_cdf(ctx, source, ["submit_hour"])
+
+
+def _all_then_buckets(frame: pl.DataFrame, keys: Sequence[str] = ()) -> pl.DataFrame:
+    """The `ALL` rows first, then the GPU buckets in their order; each block sorted by `keys`."""
+    pooled = frame.filter(pl.col("gpu_bucket") == ALL)
+    buckets = frame.filter(pl.col("gpu_bucket") != ALL)
+    if keys:
+        pooled, buckets = pooled.sort(list(keys)), buckets.sort(list(keys))
+    return pl.concat([pooled, sort_buckets(buckets)])
+
+
+def waits_over_thresholds(ctx: TraceContext, thresholds_s: Sequence[float] = DEFAULT_THRESHOLDS_S) -> pl.DataFrame:
+    """Per GPU bucket (and `all`) and threshold: jobs waiting longer than it and their shares
+    (definition `queueing.wait_over_threshold`)."""
+    values = ", ".join(repr(float(t)) for t in thresholds_s)
+    frame = ctx.query(f"""
+        WITH thresholds AS (SELECT unnest(CAST([{values}] AS DOUBLE[])) AS threshold_s),
+        counted AS (
+            SELECT CASE WHEN grouping(gpu_bucket) = 1 THEN '{ALL}' ELSE gpu_bucket END AS gpu_bucket,
+                   threshold_s, count(*) AS jobs, count(queue_s) AS jobs_with_value,
+                   count(*) FILTER (WHERE never_started) AS jobs_never_started,
+                   count(*) FILTER (WHERE queue_s > threshold_s) AS jobs_over
+            FROM {queue_source_sql(ctx)} CROSS JOIN thresholds
+            GROUP BY GROUPING SETS ((threshold_s), (gpu_bucket, threshold_s)))
+        SELECT *, jobs_over / nullif(jobs_with_value, 0) AS share_of_started,
+               (jobs_over + jobs_never_started) / nullif(jobs_with_value + jobs_never_started, 0)
+                   AS upper_share_with_never_started
+        FROM counted""")
+    return _all_then_buckets(frame, ["threshold_s"])
+
+
+def wait_share_of_completion(ctx: TraceContext) -> pl.DataFrame:
+    """Quantiles of queue_s / (queue_s + run_s) of finished jobs per GPU bucket (and `all`)
+    (definition `queueing.wait_share_of_completion`)."""
+    frame = ctx.query(f"""
+        SELECT CASE WHEN grouping(gpu_bucket) = 1 THEN '{ALL}' ELSE gpu_bucket END AS gpu_bucket,
+               {quantile_columns_sql('wait_share', suffix='_share')}
+        FROM (SELECT gpu_bucket, queue_s / (queue_s + run_s) AS wait_share FROM {queue_source_sql(ctx)}
+              WHERE queue_s >= 0 AND run_s >= 0 AND queue_s + run_s > 0)
+        GROUP BY GROUPING SETS ((), (gpu_bucket))""")
+    return _all_then_buckets(frame)
+
+
+#: Labels of the two references loads are measured against (definition `queueing.load_at_submit`).
+CAPACITY = "capacity"
+PEAK = "peak_allocation"
+
+
+def capacity_source(ctx: TraceContext) -> str | None:
+    """The capacity source loads are measured against: the trace's preferred one, if any."""
+    sources = capacity_sources(ctx)
+    return sources[0] if sources else None
+
+
+def load_references_sql(ctx: TraceContext, steps: str) -> str:
+    """A FROM item: per cluster, the GPUs loads are measured against and when: `reference`,
+    `cluster`, `valid_from`, `valid_to` (the interval [valid_from, valid_to), open-ended with
+    -infinity/infinity) and `reference_gpus`. The peak allocation always; the capacity of the
+    preferred capacity source when the trace documents one (summed over VCs or GPU types)."""
+    parts = [f"""SELECT '{PEAK}' AS reference, cluster, TIMESTAMPTZ '-infinity' AS valid_from,
+                        TIMESTAMPTZ 'infinity' AS valid_to, max(gpus) AS reference_gpus
+                 FROM {steps} GROUP BY cluster"""]
+    source = capacity_source(ctx)
+    if source is not None:
+        parts.append(f"""
+            SELECT '{CAPACITY}', cluster, coalesce(valid_from, TIMESTAMPTZ '-infinity'),
+                   coalesce(valid_to, TIMESTAMPTZ 'infinity'), CAST(sum(gpus) AS DOUBLE)
+            FROM {gpu_capacity_sql(ctx, [source])} GROUP BY ALL""")
+    return "(" + " UNION ALL ".join(parts) + ")"
+
+
+def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
+    """GPU jobs binned by their cluster's load at submission (tenths of each reference: capacity
+    where the trace documents it, and the peak allocation), with queueing-delay quantiles (s) and
+    allocated GPUs per reference, cluster and bin, and per reference and bin over all clusters
+    (definitions `queueing.allocated_gpus_at_submit`, `queueing.load_at_submit`).
+    A tiny epsilon (1e-9 of a tenth) keeps a load exactly on a bin edge in the upper bin.
+    Bin 9 holds loads in [0.9, 1], bin 10 loads above 1 (allocation above capacity)."""
+    return ctx.query(f"""
+        WITH steps AS MATERIALIZED {allocation_steps_sql(ctx, ['cluster'])},
+        refs AS MATERIALIZED (SELECT * FROM {load_references_sql(ctx, 'steps')} WHERE reference_gpus > 0),
+        submitted AS (
+            SELECT cluster, submit_time, queue_s, start_time IS NULL AS never_started
+            FROM {ctx.jobs} WHERE num_gpus > 0 AND submit_time IS NOT NULL),
+        at_submit AS MATERIALIZED (
+            SELECT j.*, greatest(coalesce(s.gpus, 0), 0) AS allocated_gpus
+            FROM submitted j ASOF LEFT JOIN steps s ON j.cluster = s.cluster AND j.submit_time > s.t),
+        referenced AS (
+            SELECT a.*, r.reference, r.reference_gpus
+            FROM at_submit a JOIN (SELECT * FROM refs WHERE reference = '{PEAK}') r USING (cluster)
+            UNION ALL
+            SELECT a.*, r.reference, r.reference_gpus FROM at_submit a
+            ASOF JOIN (SELECT * FROM refs WHERE reference = '{CAPACITY}') r
+                ON a.cluster = r.cluster AND a.submit_time >= r.valid_from
+            WHERE a.submit_time < r.valid_to),
+        binned AS (
+            SELECT *, CASE WHEN allocated_gpus > reference_gpus THEN 10
+                           ELSE CAST(least(floor(allocated_gpus * 10 / reference_gpus + 1e-9), 9) AS INTEGER)
+                      END AS load_bin
+            FROM referenced)
+        SELECT reference, CASE WHEN grouping(cluster) = 1 THEN '{ALL_CLUSTERS}' ELSE cluster END AS cluster,
+               load_bin, load_bin / 10 AS load_share_low,
+               CASE WHEN load_bin < 10 THEN (load_bin + 1) / 10 END AS load_share_high,
+               count(*) AS jobs, count(*) FILTER (WHERE never_started) AS jobs_never_started,
+               {quantile_columns_sql('queue_s', suffix='_s')},
+               avg(allocated_gpus) AS mean_allocated_gpus, min(allocated_gpus) AS min_allocated_gpus,
+               max(allocated_gpus) AS max_allocated_gpus,
+               CASE WHEN grouping(cluster) = 0 THEN avg(reference_gpus) END AS mean_reference_gpus
+        FROM binned GROUP BY GROUPING SETS ((reference, cluster, load_bin), (reference, load_bin))
+        ORDER BY reference, grouping(cluster), cluster, load_bin""")
+
+
+def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
+    """PAI's readings of the wait side by side: per definition, what a row is (`per`: job or
+    task), rows, rows with a value and quantiles (s). Parts whose tables are missing are left out."""
+    quantiles = quantile_columns_sql("delay_s", suffix="_s")
+    ctes: list[str] = []
+    parts = [f"""SELECT '{QUEUE}' AS definition, 'job' AS per, count(*) AS rows, {quantiles}
+                 FROM (SELECT queue_s AS delay_s FROM {ctx.jobs})"""]
+    if ctx.has("pai_task_table", "pai_instance_table"):
+        ctes.append("""first_instance AS (
+            SELECT job_name, task_name, min(start_time) AS first_start FROM pai_instance_table
+            WHERE start_time IS NOT NULL GROUP BY job_name, task_name)""")
+        ctes.append("""tasks AS MATERIALIZED (
+            SELECT t.job_name, t.start_time, f.first_start - t.start_time AS delay_s
+            FROM pai_task_table t LEFT JOIN first_instance f USING (job_name, task_name))""")
+        parts.append(f"""SELECT '{PAI_TASK}', 'task', count(*), {quantiles} FROM tasks""")
+    elif ctx.has("pai_task_table"):
+        ctes.append("tasks AS (SELECT job_name, start_time FROM pai_task_table)")
+    if ctx.has("pai_job_table", "pai_task_table"):
+        parts.insert(1, f"""
+            SELECT '{PAI_OFFICIAL}', 'job', count(*), {quantiles}
+            FROM (SELECT min(t.start_time) - j.start_time AS delay_s
+                  FROM pai_job_table j LEFT JOIN tasks t USING (job_name) GROUP BY j.job_name, j.start_time)""")
+    with_clause = f"WITH {', '.join(ctes)} " if ctes else ""
+    frame = ctx.query(with_clause + " UNION ALL ".join(parts))
+    return frame.rename({"jobs_with_value": "rows_with_value"})
+
+
+def analyze(ctx: TraceContext) -> ModuleResult:
+    result = ModuleResult("queueing")
+    thresholds = tuple(ctx.options.get("queue_thresholds_s", DEFAULT_THRESHOLDS_S))
+    top_vcs = int(ctx.options.get("top_vcs", DEFAULT_TOP_VCS))
+    c = ctx.one_row(f"""
+        SELECT count(*) AS jobs, count(queue_s) AS queued, count(*) FILTER (WHERE start_time IS NULL) AS never,
+               count(vc) AS with_vc, count(gpu_type) FILTER (WHERE num_gpus > 0) AS with_type
+        FROM {ctx.jobs}""")
+    if not c["queued"]:
+        result.skip("queueing delay", "no job of the trace has a queueing delay (no start time is recorded)")
+        return result
+    started = f"{c['queued']:,} jobs with a queueing delay"
+
+    bucket_summary, bucket_cdf = by_gpu_bucket(ctx)
+    result.add("by_gpu_bucket", bucket_summary, (QUEUE, BUCKET), "a GPU-request bucket")
+    result.add("cdf_by_gpu_bucket", bucket_cdf, (QUEUE, BUCKET), "a GPU-request bucket and a probability")
+    if c["with_type"]:
+        summary, cdf = by_gpu_type(ctx)
+        result.add("by_gpu_type", summary, (QUEUE, "gpu_job.requests_gpu"), "a GPU type of GPU jobs")
+        result.add("cdf_by_gpu_type", cdf, (QUEUE, "gpu_job.requests_gpu"), "a GPU type of GPU jobs and a probability")
+    else:
+        result.skip("queueing delay by GPU type", "the trace records no GPU type")
+    if c["with_vc"]:
+        summary, cdf = by_vc(ctx, top_vcs)
+        result.add("by_vc", summary, (QUEUE,),
+                   f"a cluster's VC among its {top_vcs} with most jobs, or the rest of its VCs ('other')")
+        result.add("cdf_by_vc", cdf, (QUEUE,), "a cluster's VC (or 'other') and a probability")
+    else:
+        result.skip("queueing delay by VC", "the trace records no virtual cluster")
+    if ctx.has_wall_clock:
+        summary, cdf = by_submit_hour(ctx)
+        result.add("by_submit_hour", summary, (QUEUE,), f"an hour of day of submission in {ctx.local_tz}")
+        result.add("cdf_by_submit_hour", cdf, (QUEUE,), "an hour of day of submission and a probability")
+    else:
+        result.skip("queueing delay by hour of submission", NO_WALL_CLOCK)
+
+    over = result.add("waits_over_thresholds", waits_over_thresholds(ctx, thresholds),
+                      ("queueing.wait_over_threshold", QUEUE, BUCKET),
+                      "a GPU-request bucket (or all jobs) and a threshold")
+    shares = result.add("wait_share_of_completion", wait_share_of_completion(ctx),
+                        ("queueing.wait_share_of_completion", QUEUE, "runtime.first_start_to_last_end", BUCKET),
+                        "a GPU-request bucket (or all finished jobs)")
+
+    load = queueing_by_load(ctx)
+    source = capacity_source(ctx)
+    against_capacity = load.height > 0 and bool(load["reference"].eq(CAPACITY).any())
+    if load.height:
+        capacity_definitions = (f"capacity.{source}",) if against_capacity else ()
+        result.add("by_load_at_submit", load,
+                   (QUEUE, "queueing.allocated_gpus_at_submit", "queueing.load_at_submit", "gpu_job.requests_gpu",
+                    "utilization.allocated_gpus", *capacity_definitions),
+                   "a load reference (capacity or peak allocation), a cluster (or all clusters) and a "
+                   "tenth of the reference at submission (10: above it)")
+    else:
+        result.skip("queueing against cluster load", "no GPU job of the trace ever started (no allocation)")
+    if source is None:
+        result.skip("queueing against load as a share of capacity",
+                    "the trace documents no GPU capacity: load is measured against the peak allocation only")
+    elif load.height and not against_capacity:
+        result.skip("queueing against load as a share of capacity",
+                    f"no GPU job was submitted while {source} gives a capacity for its cluster")
+
+    if ctx.trace == "pai":
+        pai = result.add("pai_definitions", pai_queue_definitions(ctx), (QUEUE, PAI_OFFICIAL, PAI_TASK),
+                         "a definition of the PAI queueing delay")
+        task = pai.filter(pl.col("definition") == PAI_TASK)
+        if task.height:
+            result.find("task_queue_delay_p50", "median delay from PAI task start to its first instance",
+                        task["p50_s"][0], "s", PAI_TASK,
+                        f"{task['rows_with_value'][0]:,} tasks with a started instance")
+        else:
+            result.skip(f"PAI task-to-first-instance delay ({PAI_TASK})",
+                        "the catalog lacks pai_task_table or pai_instance_table")
+    else:
+        result.skip(f"PAI task-to-first-instance delay ({PAI_TASK})",
+                    "only the PAI trace records tasks and their instances")
+
+    _findings(result, c, started, bucket_summary, over, shares, load)
+    return result
+
+
+def _findings(result: ModuleResult, c: dict, started: str, by_bucket: pl.DataFrame, over: pl.DataFrame,
+              shares: pl.DataFrame, load: pl.DataFrame) -> None:
+    """The module's headline lines."""
+    one_gpu = by_bucket.filter((pl.col("gpu_bucket") == "1") & (pl.col("jobs_with_value") > 0))
+    if one_gpu.height:
+        result.find("queue_delay_p50_1gpu", "median queueing delay of 1-GPU jobs", one_gpu["p50_s"][0], "s",
+                    QUEUE, f"{one_gpu['jobs_with_value'][0]:,} 1-GPU jobs with a queueing delay")
+    multi = by_bucket.filter(pl.col("gpu_bucket").is_in(["(4,8]", ">8"]) & (pl.col("jobs_with_value") > 0))
+    if multi.height:
+        largest = multi.tail(1)
+        label = largest["gpu_bucket"][0]
+        result.find("queue_delay_p50_largest", f"median queueing delay of jobs asking for {label} GPUs",
+                    largest["p50_s"][0], "s", QUEUE, f"{largest['jobs_with_value'][0]:,} jobs with a queueing delay")
+    hour = over.filter((pl.col("gpu_bucket") == ALL) & (pl.col("threshold_s") == 3600.0))
+    if hour.height:
+        result.find("wait_over_1h_share", "share of started jobs that waited longer than 1 h",
+                    hour["share_of_started"][0], "fraction", "queueing.wait_over_threshold", started)
+    result.find("never_started_share", "share of jobs that never started", (c["never"] or 0) / c["jobs"],
+                "fraction", QUEUE, f"{c['jobs']:,} jobs")
+    pooled = shares.filter(pl.col("gpu_bucket") == ALL)
+    if pooled.height and pooled["jobs_with_value"][0]:
+        result.find("wait_share_p50", "median share of completion time spent waiting", pooled["p50_share"][0],
+                    "fraction", "queueing.wait_share_of_completion",
+                    f"{pooled['jobs_with_value'][0]:,} finished jobs")
+    for reference, label in ((CAPACITY, "capacity"), (PEAK, "peak allocation")):
+        pooled_bins = load.filter((pl.col("reference") == reference) & (pl.col("cluster") == ALL_CLUSTERS))
+        # The highest load bin that holds at least 1 % of the binned jobs (a handful of jobs at a
+        # rare peak would make a noisy headline).
+        busiest = pooled_bins.filter((pl.col("jobs_with_value") > 0)
+                                     & (pl.col("jobs") >= HEADLINE_BIN_SHARE * pooled_bins["jobs"].sum())).tail(1)
+        if not busiest.height:
+            continue
+        low, high = busiest["load_share_low"][0], busiest["load_share_high"][0]
+        span = f"{low:.0%}-{high:.0%}" if high is not None else f"more than {low:.0%}"
+        result.find(f"queue_delay_p50_at_high_load_{reference}",
+                    f"median queueing delay at {span} of {label}",
+                    busiest["p50_s"][0], "s", "queueing.load_at_submit",
+                    f"{busiest['jobs_with_value'][0]:,} GPU jobs with a queueing delay in the highest "
+                    f"load bin holding at least {HEADLINE_BIN_SHARE:.0%} of the GPU jobs")

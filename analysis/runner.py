@@ -1,0 +1,47 @@
+"""Running the analysis modules on one trace of the catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ddlx.analysis.context import open_trace
+from ddlx.analysis.model import AnalysisResult
+from ddlx.analysis.modules import MODULES, load
+from ddlx.errors import DdlxError
+
+
+class UnknownModuleError(DdlxError):
+    """A module name `ddlx analyze --module` does not know."""
+
+
+def resolve_modules(names: Sequence[str] | None) -> list[str]:
+    """The modules to run, in run order: all of them when `names` is empty or None."""
+    if not names:
+        return list(MODULES)
+    unknown = [n for n in names if n not in MODULES]
+    if unknown:
+        raise UnknownModuleError(f"unknown analysis module {unknown[0]!r}; expected one of: {', '.join(MODULES)}")
+    return [n for n in MODULES if n in names]
+
+
+def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
+                 progress: Callable[[str], None] | None = None,
+                 options: dict[str, Any] | None = None) -> AnalysisResult:
+    """Run `modules` (default: every module) on `trace` in the catalog of `home`.
+
+    `options` are passed to the modules (see `TraceContext.options`), e.g. `resolution_s`.
+    """
+    names = resolve_modules(modules)
+    ctx = open_trace(home, trace)
+    ctx.options.update(options or {})
+    try:
+        result = AnalysisResult(trace, ctx.synthetic, ctx.provenance)
+        for name in names:
+            if progress:
+                progress(f"{trace}: {name}")
+            result.modules.append(load(name).analyze(ctx))
+        return result
+    finally:
+        ctx.close()

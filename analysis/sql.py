@@ -1,0 +1,118 @@
+"""SQL building blocks shared by the analysis modules: job-size buckets, GPU-time, quantiles, CDFs
+and local time. Each block is the one place its definition is written in SQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from ddlx.analysis.context import TraceContext
+from ddlx.datasets.timezones import wall_clock_from_utc_sql
+
+#: Jobs by GPUs requested (definition `gpu_request.bucket`), and the order buckets are shown in.
+GPU_BUCKET_SQL = """CASE
+    WHEN num_gpus IS NULL THEN 'unknown'
+    WHEN num_gpus = 0 THEN '0'
+    WHEN num_gpus < 1 THEN '(0,1)'
+    WHEN num_gpus = 1 THEN '1'
+    WHEN num_gpus <= 2 THEN '(1,2]'
+    WHEN num_gpus <= 4 THEN '(2,4]'
+    WHEN num_gpus <= 8 THEN '(4,8]'
+    ELSE '>8' END"""
+GPU_BUCKET_ORDER: tuple[str, ...] = ("0", "(0,1)", "1", "(1,2]", "(2,4]", "(4,8]", ">8", "unknown")
+
+#: GPU-hours of a job (definition `gpu_time.request_x_runtime`); 0 without a run time.
+GPU_HOURS_SQL = "coalesce(num_gpus * run_s, 0) / 3600.0"
+
+#: Probabilities at which a CDF table gives the value (0.1 % steps at the tails would be too
+#: many rows for a report; these resolve the body and both tails).
+CDF_PROBABILITIES: tuple[float, ...] = tuple(sorted(
+    {i / 100 for i in range(0, 101)} | {0.001, 0.005, 0.995, 0.999}))
+
+#: Quantiles reported in summary tables.
+SUMMARY_QUANTILES: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+
+
+def double_list_sql(values: Sequence[float]) -> str:
+    """A DOUBLE[] literal (DuckDB reads a bare `0.5` as a DECIMAL)."""
+    return "[" + ", ".join(repr(float(v)) for v in values) + "]::DOUBLE[]"
+
+
+def sort_buckets(frame: pl.DataFrame, column: str = "gpu_bucket") -> pl.DataFrame:
+    """`frame` with its GPU-bucket `column` in `GPU_BUCKET_ORDER` (stable for other columns)."""
+    order = {label: i for i, label in enumerate(GPU_BUCKET_ORDER)}
+    return frame.sort(pl.col(column).replace_strict(order, default=len(order), return_dtype=pl.Int32),
+                      maintain_order=True)
+
+
+def local_time_sql(ctx: TraceContext, column: str) -> str:
+    """The wall clock (TIMESTAMP) of the instant `column` in the trace's local zone."""
+    return wall_clock_from_utc_sql(column, ctx.local_tz)
+
+
+def quantile_columns_sql(value: str, quantiles: dict[str, float] | None = None, suffix: str = "") -> str:
+    """`count(value) AS n, quantile_cont(...) AS p50<suffix>, ...` for a SELECT list."""
+    quantiles = quantiles or SUMMARY_QUANTILES
+    parts = [f"count({value}) AS jobs_with_value"]
+    parts += [f"quantile_cont({value}, {q}) AS {name}{suffix}" for name, q in quantiles.items()]
+    parts.append(f"avg({value}) AS mean{suffix}")
+    return ", ".join(parts)
+
+
+def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] = (),
+              where: str = "TRUE", probabilities: Sequence[float] = CDF_PROBABILITIES) -> pl.DataFrame:
+    """The empirical CDF of `value` over the rows of `source` (a FROM item) per `groups`.
+
+    Tidy rows: the group columns, `probability` (share of rows at or below `value`), `value`
+    (the continuous quantile at that probability) and `rows` (rows with a value in the group).
+    """
+    group_list = ", ".join(groups)
+    select_groups = f"{group_list}, " if groups else ""
+    group_by = f"GROUP BY {group_list}" if groups else ""
+    probs = double_list_sql(probabilities)
+    frame = ctx.query(f"""
+        WITH q AS (
+            SELECT {select_groups}count({value}) AS rows, quantile_cont({value}, {probs}) AS values
+            FROM {source} WHERE {where} AND {value} IS NOT NULL {group_by})
+        SELECT {select_groups}unnest({probs}) AS probability, unnest(values) AS value, rows
+        FROM q WHERE rows > 0 ORDER BY {select_groups}probability""")
+    return frame
+
+
+def trace_end_sql(ctx: TraceContext) -> str:
+    """A scalar subquery: the trace end, the last instant any job of the trace records (UTC).
+
+    Jobs still running are censored here (their run so far ends at the trace end)."""
+    return f"(SELECT max(greatest(submit_time, start_time, end_time)) FROM {ctx.jobs})"
+
+
+def allocation_events_sql(ctx: TraceContext, groups: Sequence[str] = (), where: str = "TRUE") -> str:
+    """A FROM item: the changes of allocated GPUs (definition `utilization.allocated_gpus`).
+
+    Rows: the `groups` columns of `jobs`, `t` (TIMESTAMPTZ) and `delta_gpus`: +num_gpus at a job's
+    start_time, -num_gpus at its end_time. A job that never started adds nothing; one still running
+    (no end) holds its GPUs to the end of the trace.
+    """
+    select_groups = "".join(f"{g}, " for g in groups)
+    return f"""(
+        SELECT {select_groups}start_time AS t, num_gpus AS delta_gpus FROM {ctx.jobs}
+        WHERE start_time IS NOT NULL AND num_gpus > 0 AND ({where})
+        UNION ALL
+        SELECT {select_groups}end_time AS t, -num_gpus AS delta_gpus FROM {ctx.jobs}
+        WHERE start_time IS NOT NULL AND end_time IS NOT NULL AND num_gpus > 0 AND ({where}))"""
+
+
+def allocation_steps_sql(ctx: TraceContext, groups: Sequence[str] = (), where: str = "TRUE") -> str:
+    """A FROM item: allocated GPUs as a step function, from an event sweep (no time loop).
+
+    Rows: the `groups` columns, `t` and `gpus`: GPUs allocated from `t` until the group's next `t`,
+    rounded to 1e-6 GPU so that a running sum of fractional requests returns to exact values.
+    """
+    group_list = ", ".join(groups)
+    select_groups = f"{group_list}, " if groups else ""
+    partition = f"PARTITION BY {group_list} " if groups else ""
+    return f"""(
+        SELECT {select_groups}t, round(sum(sum(delta_gpus)) OVER ({partition}ORDER BY t
+                                                                ROWS UNBOUNDED PRECEDING), 6) AS gpus
+        FROM {allocation_events_sql(ctx, groups, where)} GROUP BY {select_groups}t)"""

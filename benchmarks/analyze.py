@@ -1,0 +1,186 @@
+"""Benchmark: the whole `ddlx analyze pai-trace` on a SYNTHETIC PAI trace, next to a pandas pipeline
+doing the joins of the official PAI analysis notebook on the same data, in the same run; and the
+Helios-size utilisation series. Prints a table of wall time and peak memory.
+
+    python benchmarks/analyze.py [--scale 1] [--pandas-scale 0.25] [--workdir DIR] [--reuse]
+
+Steps:
+- `ddlx analyze pai-trace` (every module) on a scale `--scale` trace (target: under 60 s, 4 GB);
+- the same at `--pandas-scale`, and the pandas pipeline there (target: ddlx at least 10x faster).
+  The pandas pipeline reads the release CSVs as the notebooks do (time shown with and without the
+  CSV reading), joins job and task tables on job_name, instances with sensors on worker_name, with
+  the machine spec on machine and with the group tags on inst_id, rolls instances up to jobs and
+  computes what ddlx's modules report from the same joins (state mix by jobs and GPU-hours, queueing
+  and GPU-utilisation quantiles by GPU-request bucket, request against usage, submissions by hour of
+  week, GPU-time concentration over users, recurring groups);
+- `ddlx analyze helios-trace --module utilization --resolution 60` on a scale-1 Helios trace
+  (3.4 M jobs): allocated GPUs per minute per cluster and VC.
+
+Data are generated with `ddlx datasets synth` into `--workdir` and ingested there; `--reuse` keeps
+what a previous run left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ingest_trace import MARKER, extract_release, measure  # noqa: E402
+
+PANDAS_PIPELINE = r'''
+import sys, time
+from pathlib import Path
+import numpy as np
+import pandas as pd
+from ddlx.datasets.pai_schema import COLUMNS
+
+folder = Path(sys.argv[1])
+started = time.perf_counter()
+
+def table(name, usecols):
+    return pd.read_csv(folder / f"{name}.csv", header=None, names=list(COLUMNS[name]), usecols=usecols)
+
+job = table("pai_job_table", ["job_name", "inst_id", "user", "status", "start_time", "end_time"])
+task = table("pai_task_table", ["job_name", "task_name", "inst_num", "status", "start_time", "end_time",
+                                "plan_cpu", "plan_mem", "plan_gpu", "gpu_type"])
+inst = table("pai_instance_table", ["job_name", "task_name", "worker_name", "status", "start_time",
+                                    "end_time", "machine"])
+sensor = table("pai_sensor_table", ["worker_name", "cpu_usage", "gpu_wrk_util", "avg_mem", "max_mem"])
+group = table("pai_group_tag_table", ["inst_id", "group", "workload"])
+spec = table("pai_machine_spec", ["machine", "gpu_type", "cap_gpu"])
+loaded = time.perf_counter()
+
+# Times: 0 means missing.
+for frame in (job, task, inst):
+    for column in ("start_time", "end_time"):
+        frame[column] = frame[column].replace(0, np.nan)
+
+# Task level: task x job (the notebook's task table with the job's submission and user).
+task["gpus"] = task["inst_num"] * task["plan_gpu"].fillna(0) / 100
+tj = task.merge(job, on="job_name", suffixes=("", "_job"))
+tj["task_wait_s"] = tj["start_time"] - tj["start_time_job"]
+tj["task_runtime_s"] = tj["end_time"] - tj["start_time"]
+
+# Instance level: instance x sensor x machine spec x task request.
+isx = inst.merge(sensor, on="worker_name", how="left").merge(spec, on="machine", how="left", suffixes=("", "_machine"))
+isx = isx.merge(task[["job_name", "task_name", "plan_cpu", "plan_mem", "plan_gpu"]], on=["job_name", "task_name"], how="left")
+
+# Job level: roll-up (first instance start, last end, GPUs requested).
+first = isx.groupby("job_name").agg(first_start=("start_time", "min"), last_end=("end_time", "max"))
+gpus = task.groupby("job_name")["gpus"].sum()
+jobs = job.merge(first, left_on="job_name", right_index=True, how="left")
+jobs = jobs.merge(gpus.rename("num_gpus"), left_on="job_name", right_index=True, how="left")
+jobs = jobs.merge(group, on="inst_id", how="left")
+jobs["queue_s"] = jobs["first_start"] - jobs["start_time"]
+jobs["run_s"] = jobs["last_end"] - jobs["first_start"]
+jobs["gpu_hours"] = (jobs["num_gpus"] * jobs["run_s"]).fillna(0) / 3600
+jobs["bucket"] = pd.cut(jobs["num_gpus"], [-0.1, 0, 0.999, 1, 2, 4, 8, np.inf])
+
+state_mix = jobs.groupby("status").agg(jobs=("inst_id", "size"), gpu_hours=("gpu_hours", "sum"))
+queue_by_bucket = jobs.groupby("bucket", observed=True)["queue_s"].quantile([0.5, 0.9, 0.99])
+job_util = isx.groupby("job_name")["gpu_wrk_util"].mean().rename("gpu_util")
+util_by_bucket = (jobs.merge(job_util, left_on="job_name", right_index=True, how="left")
+                  .groupby("bucket", observed=True)["gpu_util"].quantile([0.5, 0.9]))
+over_request = (isx["plan_gpu"] > isx["gpu_wrk_util"]).mean()
+local = pd.to_datetime(jobs["start_time"], unit="s", utc=True).dt.tz_convert("Asia/Shanghai")
+hour_of_week = (local.dt.day_of_week * 24 + local.dt.hour).value_counts()
+per_user = jobs.groupby("user")["gpu_hours"].sum().sort_values(ascending=False)
+top10 = per_user.head(max(1, len(per_user) // 10)).sum() / per_user.sum()
+recurring = jobs.groupby("group")["inst_id"].transform("size").gt(1).mean()
+done = time.perf_counter()
+print(f"{loaded - started:.3f} {done - loaded:.3f}")
+'''
+
+
+def ensure_pai(workdir: Path, scale: float, reuse: bool, rows: list) -> tuple[Path, Path]:
+    """A generated, unpacked and ingested PAI trace of `scale`: (CSV folder, data home)."""
+    base = workdir / f"pai-{scale:g}"
+    release, unpacked, home = base / "release", base / "csv", base / "home"
+    if not (reuse and (home / "catalog.duckdb").exists() and (unpacked / MARKER).exists()):
+        shutil.rmtree(base, ignore_errors=True)
+        ddlx = [sys.executable, "-m", "ddlx"]
+        seconds, rss = measure([*ddlx, "datasets", "synth", "pai", "--scale", str(scale), "--out", str(release)])
+        rows.append((f"generate SYNTHETIC PAI scale {scale:g}", seconds, rss, None))
+        extract_release(release, unpacked)
+        shutil.copy2(release / MARKER, unpacked / MARKER)
+        seconds, rss = measure([*ddlx, "datasets", "ingest", "pai", "--from", str(unpacked), "--data-home", str(home)])
+        rows.append((f"ddlx datasets ingest (scale {scale:g})", seconds, rss, None))
+    return unpacked, home
+
+
+def ensure_helios(workdir: Path, reuse: bool, rows: list) -> Path:
+    """A generated and ingested scale-1 Helios trace: its data home."""
+    base = workdir / "helios-1"
+    home = base / "home"
+    if not (reuse and (home / "catalog.duckdb").exists()):
+        shutil.rmtree(base, ignore_errors=True)
+        ddlx = [sys.executable, "-m", "ddlx"]
+        seconds, rss = measure([*ddlx, "datasets", "synth", "helios", "--scale", "1", "--out", str(base / "release")])
+        rows.append(("generate SYNTHETIC Helios scale 1", seconds, rss, None))
+        measure([*ddlx, "datasets", "ingest", "helios", "--from", str(base / "release"), "--data-home", str(home)])
+    return home
+
+
+def analyze(home: Path, out: Path, *args: str) -> tuple[float, float]:
+    return measure([sys.executable, "-m", "ddlx", "analyze", *args, "--out", str(out), "--data-home", str(home)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--pandas-scale", type=float, default=0.25)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--reuse", action="store_true", help="reuse data a previous run left in --workdir")
+    parser.add_argument("--skip-helios", action="store_true")
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ddlx-bench-analyze-"))
+    rows: list[tuple[str, float, float | None, float | None]] = []
+
+    _, home = ensure_pai(workdir, args.scale, args.reuse, rows)
+    seconds, rss = analyze(home, workdir / "results-full", "pai-trace")
+    rows.append((f"ddlx analyze pai-trace (scale {args.scale:g}, all modules)", seconds, rss, None))
+
+    csvs, small_home = ensure_pai(workdir, args.pandas_scale, args.reuse, rows)
+    ddlx_s, ddlx_rss = analyze(small_home, workdir / "results-small", "pai-trace")
+    started = time.perf_counter()
+    process = psutil.Popen([sys.executable, "-c", PANDAS_PIPELINE, str(csvs)], stdout=subprocess.PIPE)
+    peak = 0
+    while process.poll() is None:
+        try:
+            peak = max(peak, process.memory_info().rss)
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
+    pandas_s = time.perf_counter() - started
+    if process.returncode != 0:
+        sys.exit("pandas pipeline failed")
+    load_s, compute_s = (float(v) for v in process.stdout.read().split())
+    rows.append((f"ddlx analyze pai-trace (scale {args.pandas_scale:g})", ddlx_s, ddlx_rss, 1.0))
+    rows.append((f"pandas pipeline (scale {args.pandas_scale:g}, CSV read + joins)", pandas_s, peak / 2**20,
+                 pandas_s / ddlx_s))
+    rows.append(("  of which joins and roll-ups only", compute_s, None, compute_s / ddlx_s))
+
+    if not args.skip_helios:
+        helios_home = ensure_helios(workdir, args.reuse, rows)
+        seconds, rss = analyze(helios_home, workdir / "results-helios", "helios-trace", "--module", "utilization",
+                               "--resolution", "60")
+        rows.append(("ddlx analyze helios-trace -m utilization (60 s bins)", seconds, rss, None))
+
+    print(f"SYNTHETIC PAI traces (scale {args.scale:g} and {args.pandas_scale:g}) and Helios scale 1; "
+          f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB")
+    print(f"{'step':<58} {'seconds':>9} {'peak RSS MB':>12} {'x ddlx':>8}")
+    for name, secs, peak_mb, ratio in rows:
+        print(f"{name:<58} {secs:>9.1f} {peak_mb if peak_mb is not None else float('nan'):>12.0f} "
+              f"{'' if ratio is None else f'{ratio:.1f}':>8}")
+
+
+if __name__ == "__main__":
+    main()
