@@ -130,3 +130,13 @@ def assert_clean_failure(result, *needles: str) -> str:
     for needle in needles:
         assert needle in errors[0], (needle, errors[0])
     return errors[0]
+
+
+def row_where(frame, **where: object) -> dict:
+    """The one row of the polars `frame` whose columns equal `where` (asserts there is exactly one)."""
+    import polars as pl
+
+    for key, value in where.items():
+        frame = frame.filter(pl.col(key) == value)
+    assert frame.height == 1, (where, frame)
+    return frame.row(0, named=True)

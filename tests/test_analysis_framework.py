@@ -134,3 +134,12 @@ def test_results_are_replaced_whole_and_a_failed_write_leaves_the_old_ones(impor
     assert not list(tmp_path.glob(".results.tmp-*"))
     write_results(first, out)
     assert not (out / "overview" / "stale.parquet").exists()  # a module's folder is replaced whole
+
+
+def test_the_user_documentation_gives_every_definition_and_module() -> None:
+    text = (Path(__file__).parent.parent / "docs" / "analysis.md").read_text()
+    for definition in registry().values():
+        assert f"- **`{definition.id}`** ({definition.title}; {definition.unit}): {definition.text}" in text, \
+            definition.id
+    for name in MODULES:
+        assert f"| `{name}` |" in text, name

@@ -19,7 +19,7 @@ from ddlx.analysis.context import TraceContext, open_trace
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
-from tests.conftest import SHARED_TRACES, write_pai_release
+from tests.conftest import SHARED_TRACES, row_where, write_pai_release
 
 V2023_DIR = SHARED_TRACES / "alibaba-gpu-v2023"
 POLLUX = SHARED_TRACES / "philly" / "pollux_philly_jobs.csv"
@@ -93,13 +93,6 @@ def qa(home: Path) -> Iterator[TraceContext]:
     ctx.close()
 
 
-def _row(frame: pl.DataFrame, **where: object) -> dict:
-    for key, value in where.items():
-        frame = frame.filter(pl.col(key) == value)
-    assert frame.height == 1, (where, frame)
-    return frame.row(0, named=True)
-
-
 def quantile_cont(values: list[float], q: float) -> float:
     """Linear interpolation between closest ranks (DuckDB's quantile_cont), written out here."""
     ordered = sorted(values)
@@ -112,49 +105,49 @@ def quantile_cont(values: list[float], q: float) -> float:
 def test_quantiles_by_gpu_bucket_and_cdf(qa: TraceContext) -> None:
     summary, cdf = queueing.by_gpu_bucket(qa)
     assert summary["gpu_bucket"].to_list() == ["0", "1", "(1,2]", "(2,4]", "(4,8]"]
-    one = _row(summary, gpu_bucket="1")
+    one = row_where(summary, gpu_bucket="1")
     # a1, a2, a3, a8: queues [0, 10, 30, 120]; p50 = (10 + 30) / 2; p90 at rank 2.7 = 30 + 0.7 x 90.
     assert (one["jobs"], one["jobs_never_started"], one["jobs_with_value"]) == (4, 0, 4)
     assert one["p50_s"] == pytest.approx(20.0)
     assert one["p90_s"] == pytest.approx(93.0)
     assert one["mean_s"] == pytest.approx(40.0)
     # a6 never started: counted, no quantiles.
-    never = _row(summary, gpu_bucket="(4,8]")
+    never = row_where(summary, gpu_bucket="(4,8]")
     assert (never["jobs"], never["jobs_never_started"], never["jobs_with_value"]) == (1, 1, 0)
     assert never["p50_s"] is None
-    assert _row(summary, gpu_bucket="(2,4]")["p99_s"] == pytest.approx(7200.0)
+    assert row_where(summary, gpu_bucket="(2,4]")["p99_s"] == pytest.approx(7200.0)
     # CDF: 105 probabilities per bucket with values; the bucket without values has no rows.
     ones = cdf.filter(pl.col("gpu_bucket") == "1")
     assert ones.height == 105 and set(cdf["gpu_bucket"]) == {"0", "1", "(1,2]", "(2,4]"}
-    assert _row(ones, probability=0.0)["queue_s"] == 0.0 and _row(ones, probability=1.0)["queue_s"] == 120.0
-    assert _row(ones, probability=0.5)["queue_s"] == pytest.approx(20.0)
+    assert row_where(ones, probability=0.0)["queue_s"] == 0.0 and row_where(ones, probability=1.0)["queue_s"] == 120.0
+    assert row_where(ones, probability=0.5)["queue_s"] == pytest.approx(20.0)
     assert set(ones["jobs_with_value"]) == {4}
 
 
 def test_quantiles_by_gpu_type_vc_and_local_hour(qa: TraceContext) -> None:
     types, _ = queueing.by_gpu_type(qa)
     # GPU jobs only (a7 is CPU): V100 = a1, a2, a6 (never started), a8 -> [0, 30, 10].
-    v100 = _row(types, gpu_type="V100")
+    v100 = row_where(types, gpu_type="V100")
     assert (v100["jobs"], v100["jobs_never_started"], v100["jobs_with_value"]) == (4, 1, 3)
     assert v100["p50_s"] == pytest.approx(10.0)
-    assert _row(types, gpu_type="T4")["p50_s"] == pytest.approx(660.0)  # (120 + 1200) / 2
-    assert _row(types, gpu_type="unspecified")["jobs"] == 1  # a5 has no type
+    assert row_where(types, gpu_type="T4")["p50_s"] == pytest.approx(660.0)  # (120 + 1200) / 2
+    assert row_where(types, gpu_type="unspecified")["jobs"] == 1  # a5 has no type
 
     vcs, vc_cdf = queueing.by_vc(qa, top_vcs=2)
     # Jobs per VC: va 4, vb 2, vc 1, vd 1 -> top 2 named, vc and vd pooled as 'other'.
     assert vcs["vc"].to_list() == ["va", "vb", "other"]
-    va = _row(vcs, vc="va")  # a1, a2, a3, a7: [0, 30, 120, 1800]
+    va = row_where(vcs, vc="va")  # a1, a2, a3, a7: [0, 30, 120, 1800]
     assert (va["jobs"], va["vcs"], va["p50_s"]) == (4, 1, pytest.approx(75.0))
-    other = _row(vcs, vc="other")  # a6 never started, a8 queued 10
+    other = row_where(vcs, vc="other")  # a6 never started, a8 queued 10
     assert (other["jobs"], other["vcs"], other["jobs_never_started"], other["p50_s"]) == (2, 2, 1, 10.0)
     assert set(vc_cdf["vc"]) == {"va", "vb", "other"}
 
     hours, _ = queueing.by_submit_hour(qa)
     # Local hours (Asia/Shanghai): a1 at 0 (16 in UTC); a2-a4 at 10; a5, a6 at 12; a7, a8 at 23.
     assert dict(zip(hours["submit_hour"], hours["jobs"])) == {0: 1, 10: 3, 12: 2, 23: 2}
-    assert _row(hours, submit_hour=10)["p50_s"] == pytest.approx(120.0)  # [30, 120, 1200]
-    assert _row(hours, submit_hour=23)["p50_s"] == pytest.approx(905.0)  # [10, 1800]
-    assert _row(hours, submit_hour=12)["jobs_never_started"] == 1
+    assert row_where(hours, submit_hour=10)["p50_s"] == pytest.approx(120.0)  # [30, 120, 1200]
+    assert row_where(hours, submit_hour=23)["p50_s"] == pytest.approx(905.0)  # [10, 1800]
+    assert row_where(hours, submit_hour=12)["jobs_never_started"] == 1
 
 
 def test_waits_over_thresholds(qa: TraceContext) -> None:
@@ -164,28 +157,28 @@ def test_waits_over_thresholds(qa: TraceContext) -> None:
     # Started jobs' queues: 0, 10, 30, 120, 1200, 1800, 7200 (7); a6 never started (1).
     expected = {60.0: 4, 600.0: 3, 3600.0: 1, 21600.0: 0, 86400.0: 0}
     for threshold, jobs_over in expected.items():
-        row = _row(over, gpu_bucket="all", threshold_s=threshold)
+        row = row_where(over, gpu_bucket="all", threshold_s=threshold)
         assert (row["jobs"], row["jobs_with_value"], row["jobs_never_started"]) == (8, 7, 1)
         assert row["jobs_over"] == jobs_over
         assert row["share_of_started"] == pytest.approx(jobs_over / 7)
         assert row["upper_share_with_never_started"] == pytest.approx((jobs_over + 1) / 8)
-    one = _row(over, gpu_bucket="1", threshold_s=60.0)  # a3 (120 s) of four 1-GPU jobs
+    one = row_where(over, gpu_bucket="1", threshold_s=60.0)  # a3 (120 s) of four 1-GPU jobs
     assert one["share_of_started"] == pytest.approx(0.25)
-    big = _row(over, gpu_bucket="(4,8]", threshold_s=86400.0)  # a6 alone: no share without it
+    big = row_where(over, gpu_bucket="(4,8]", threshold_s=86400.0)  # a6 alone: no share without it
     assert big["share_of_started"] is None and big["upper_share_with_never_started"] == 1.0
     custom = queueing.waits_over_thresholds(qa, thresholds_s=[100])
-    assert _row(custom, gpu_bucket="all")["jobs_over"] == 4  # 120, 1200, 1800, 7200
+    assert row_where(custom, gpu_bucket="all")["jobs_over"] == 4  # 120, 1200, 1800, 7200
 
 
 def test_wait_share_of_completion(qa: TraceContext) -> None:
     shares = queueing.wait_share_of_completion(qa)
     # queue / (queue + run): a1 0, a2 30/1830 = 1/61, a3 120/240 = 1/2, a4 1200/3600 = 1/3,
     # a5 7200/14400 = 1/2, a7 1800/3600 = 1/2, a8 10/610 = 1/61; a6 never started.
-    pooled = _row(shares, gpu_bucket="all")
+    pooled = row_where(shares, gpu_bucket="all")
     assert pooled["jobs_with_value"] == 7
     assert pooled["p50_share"] == pytest.approx(1 / 3)  # sorted: 0, 1/61, 1/61, 1/3, 1/2, 1/2, 1/2
     assert pooled["mean_share"] == pytest.approx((0 + 2 / 61 + 1 / 3 + 3 / 2) / 7)
-    one = _row(shares, gpu_bucket="1")  # a1, a2, a3, a8: 0, 1/61, 1/61, 1/2
+    one = row_where(shares, gpu_bucket="1")  # a1, a2, a3, a8: 0, 1/61, 1/61, 1/2
     assert one["p50_share"] == pytest.approx(1 / 61)
 
 
@@ -199,17 +192,17 @@ def test_queueing_by_load_at_submission(home: Path) -> None:
     k1 = load.filter(pl.col("cluster") == "k1")
     assert k1["load_bin"].to_list() == [0, 4, 8, 9]
     assert set(k1["mean_reference_gpus"]) == {10.0}
-    assert _row(k1, load_bin=4)["mean_allocated_gpus"] == 4.0
-    assert _row(k1, load_bin=8)["p50_s"] == 200.0
-    top = _row(k1, load_bin=9)  # L4, L5 (queues 50, 450) and L7 (never started), all at 10 GPUs
+    assert row_where(k1, load_bin=4)["mean_allocated_gpus"] == 4.0
+    assert row_where(k1, load_bin=8)["p50_s"] == 200.0
+    top = row_where(k1, load_bin=9)  # L4, L5 (queues 50, 450) and L7 (never started), all at 10 GPUs
     assert (top["jobs"], top["jobs_never_started"], top["jobs_with_value"]) == (3, 1, 2)
     assert (top["p50_s"], top["min_allocated_gpus"], top["max_allocated_gpus"]) == (250.0, 10.0, 10.0)
     assert (top["load_share_low"], top["load_share_high"]) == pytest.approx((0.9, 1.0))
     k2 = load.filter(pl.col("cluster") == "k2")
     assert k2["load_bin"].to_list() == [0, 9] and set(k2["mean_reference_gpus"]) == {1.0}
     pooled = load.filter(pl.col("cluster") == "all clusters")
-    assert _row(pooled, load_bin=0)["jobs"] == 2  # L1, M1
-    nine = _row(pooled, load_bin=9)  # L4, L5, L7, M2: queues 50, 450, 50
+    assert row_where(pooled, load_bin=0)["jobs"] == 2  # L1, M1
+    nine = row_where(pooled, load_bin=9)  # L4, L5, L7, M2: queues 50, 450, 50
     assert (nine["jobs"], nine["p50_s"], nine["mean_reference_gpus"]) == (4, 50.0, None)
 
 
@@ -254,16 +247,16 @@ def test_pai_fixture_task_to_first_instance(tmp_path: Path) -> None:
     result = run_analysis(home, "pai", ["queueing"]).module("queueing")
     table = result.table("pai_definitions")
     # Canonical (job submit -> first instance): j1 10, j2 100, j3 5, j5 0; j4 never started.
-    canonical = _row(table, definition="queue_delay.submit_to_first_start")
+    canonical = row_where(table, definition="queue_delay.submit_to_first_start")
     assert (canonical["per"], canonical["rows"], canonical["rows_with_value"]) == ("job", 5, 4)
     assert canonical["p50_s"] == pytest.approx(7.5)
     # Official notes (job start_time -> first task start): 0 for j1, j2, j3, j5; j4's task start is 0 (missing).
-    official = _row(table, definition="pai.queue_delay.submit_to_first_task_start")
+    official = row_where(table, definition="pai.queue_delay.submit_to_first_task_start")
     assert (official["rows"], official["rows_with_value"], official["p90_s"]) == (5, 4, 0.0)
     # Per task, task start -> first instance start: j1 worker 1010-1000 = 10, j2 ps 2100-2000 = 100,
     # j2 worker 2150-2000 = 150, j3 3005-3000 = 5, j5 100000-100000 = 0; j4's task has neither.
     # Sorted [0, 5, 10, 100, 150]: p50 10, p90 at rank 3.6 = 100 + 0.6 x 50 = 130, mean 265 / 5 = 53.
-    task = _row(table, definition="pai.queue_delay.task_to_first_instance")
+    task = row_where(table, definition="pai.queue_delay.task_to_first_instance")
     assert (task["per"], task["rows"], task["rows_with_value"]) == ("task", 6, 5)
     assert (task["p50_s"], task["p90_s"], task["mean_s"]) == pytest.approx((10.0, 130.0, 53.0))
     assert result.finding("task_queue_delay_p50").value == 10.0
@@ -332,14 +325,14 @@ def test_real_v2023_default_workload(tmp_path: Path) -> None:
     summary = result.table("by_gpu_bucket")
     assert set(summary["gpu_bucket"]) == set(queues) | set(never)
     for bucket, values in queues.items():
-        row = _row(summary, gpu_bucket=bucket)
+        row = row_where(summary, gpu_bucket=bucket)
         assert row["jobs_with_value"] == len(values)
         assert row["jobs_never_started"] == never.get(bucket, 0)
         for name, q in (("p50_s", 0.5), ("p90_s", 0.9), ("p99_s", 0.99)):
             assert row[name] == pytest.approx(quantile_cont(values, q), abs=1e-6), (bucket, name)
         assert row["mean_s"] == pytest.approx(sum(values) / len(values))
 
-    over = _row(result.table("waits_over_thresholds"), gpu_bucket="all", threshold_s=3600.0)
+    over = row_where(result.table("waits_over_thresholds"), gpu_bucket="all", threshold_s=3600.0)
     assert over["jobs_over"] == sum(1 for v in all_queues if v > 3600)
     assert over["jobs_never_started"] == sum(never.values()) == 897
     assert result.finding("never_started_share").value == pytest.approx(897 / len(pods))
@@ -383,7 +376,7 @@ def test_real_v2023_default_workload(tmp_path: Path) -> None:
         assert rows["mean_reference_gpus"].to_list() == pytest.approx([reference_milli / 1000] * rows.height)
         assert dict(zip(rows["load_bin"], rows["jobs"])) == expected_jobs
         for load_bin, values in expected_queues.items():
-            assert _row(rows, load_bin=load_bin)["p50_s"] == pytest.approx(quantile_cont(values, 0.5))
+            assert row_where(rows, load_bin=load_bin)["p50_s"] == pytest.approx(quantile_cont(values, 0.5))
         # Headline: the highest bin holding at least 1 % of the GPU pods (and some queueing delay).
         headline = max(b for b, n in expected_jobs.items() if n >= 0.01 * sum(expected_jobs.values())
                        and b in expected_queues)

@@ -21,7 +21,7 @@ from ddlx.analysis.context import TraceContext, open_trace
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
-from tests.conftest import SHARED_TRACES, write_pai_release
+from tests.conftest import SHARED_TRACES, row_where, write_pai_release
 
 POLLUX = SHARED_TRACES / "philly" / "pollux_philly_jobs.csv"
 V2023_DIR = SHARED_TRACES / "alibaba-gpu-v2023"
@@ -95,13 +95,6 @@ def people(home: Path) -> Iterator[TraceContext]:
     ctx.close()
 
 
-def _row(frame: pl.DataFrame, **where: object) -> dict:
-    for key, value in where.items():
-        frame = frame.filter(pl.col(key) == value)
-    assert frame.height == 1, (where, frame)
-    return frame.row(0, named=True)
-
-
 # -- users -----------------------------------------------------------------------------------
 
 def test_top_shares_of_jobs_and_users(people: TraceContext) -> None:
@@ -109,13 +102,13 @@ def test_top_shares_of_jobs_and_users(people: TraceContext) -> None:
     # Jobs (7): top 1 % and 10 % = ceil(0.07), ceil(0.7) = 1 job (20 h); top 50 % = ceil(3.5) = 4
     # jobs: 20 + 4 + 4 + 1 = 29 h; of 31 h.
     for pct, top_members, top_hours in ((1, 1, 20.0), (10, 1, 20.0), (50, 4, 29.0)):
-        row = _row(shares, population="jobs", top_percent=pct)
+        row = row_where(shares, population="jobs", top_percent=pct)
         assert (row["members"], row["top_members"]) == (7, top_members)
         assert row["gpu_hours"] == pytest.approx(31.0)
         assert row["top_gpu_hours_share"] == pytest.approx(top_hours / 31)
     # Users with a GPU job (3): top 1 % = 1 user (u3, 20 h of 30); top 50 % = ceil(1.5) = 2 (29 h).
-    assert _row(shares, population="users", top_percent=1)["top_gpu_hours_share"] == pytest.approx(20 / 30)
-    half = _row(shares, population="users", top_percent=50)
+    assert row_where(shares, population="users", top_percent=1)["top_gpu_hours_share"] == pytest.approx(20 / 30)
+    half = row_where(shares, population="users", top_percent=50)
     assert (half["members"], half["top_members"], half["top_gpu_hours_share"]) == (3, 2, pytest.approx(29 / 30))
 
 
@@ -126,27 +119,27 @@ def test_lorenz_curves(people: TraceContext) -> None:
     # Sorted job GPU-hours [0, 1, 1, 1, 4, 4, 20]; at share p the floor(7p) smallest count.
     expected = {0.0: (0, 0.0), 0.14: (0, 0.0), 0.15: (1, 0.0), 0.29: (2, 1.0), 0.5: (3, 2.0), 1.0: (7, 31.0)}
     for share, (members, hours) in expected.items():
-        row = _row(jobs, population_share=share)
+        row = row_where(jobs, population_share=share)
         assert (row["members"], row["gpu_hours"]) == (members, pytest.approx(hours)), share
         assert row["gpu_hours_share"] == pytest.approx(hours / 31)
     people_curve = curves.filter(pl.col("population") == "users")
     # Users [1, 9, 20]: at 0.66 floor(1.98) = 1 user (1 h); at 0.67 floor(2.01) = 2 users (10 h).
-    assert _row(people_curve, population_share=0.66)["gpu_hours_share"] == pytest.approx(1 / 30)
-    assert _row(people_curve, population_share=0.67)["gpu_hours_share"] == pytest.approx(10 / 30)
+    assert row_where(people_curve, population_share=0.66)["gpu_hours_share"] == pytest.approx(1 / 30)
+    assert row_where(people_curve, population_share=0.67)["gpu_hours_share"] == pytest.approx(10 / 30)
     # The top-q share is 1 minus the curve at 1 - q.
-    assert 1 - _row(people_curve, population_share=0.67)["gpu_hours_share"] == pytest.approx(20 / 30)
+    assert 1 - row_where(people_curve, population_share=0.67)["gpu_hours_share"] == pytest.approx(20 / 30)
 
 
 def test_top_users_summary(people: TraceContext) -> None:
     table = users.top_users(people)
     assert table["user"].to_list() == ["u3", "u1", "u2", "u4"]  # by GPU-hours: 20, 9, 1, 0
-    u3 = _row(table, user="u3")
+    u3 = row_where(table, user="u3")
     assert (u3["rank"], u3["jobs"], u3["gpu_jobs"]) == (1, 2, 2)
     assert (u3["gpu_hours"], u3["gpu_hours_share"]) == pytest.approx((20.0, 20 / 30))
     assert (u3["queue_p50_s"], u3["failed_share"]) == (200.0, 0.0)  # queues 100, 300; no failure
-    u1 = _row(table, user="u1")
+    u1 = row_where(table, user="u1")
     assert (u1["jobs"], u1["queue_p50_s"], u1["failed_share"]) == (3, 20.0, pytest.approx(1 / 3))
-    u2 = _row(table, user="u2")
+    u2 = row_where(table, user="u2")
     assert (u2["gpu_jobs"], u2["queue_p50_s"]) == (1, 2.5)
     assert users.top_users(people, limit=2).height == 2
 
@@ -175,9 +168,9 @@ def test_hour_of_week_across_local_midnight_and_week(home: Path) -> None:
     assert week.height == 2 * 168
     c1 = week.filter((pl.col("cluster") == "c1") & (pl.col("jobs") > 0))
     assert dict(zip(c1["hour_of_week"], c1["jobs"])) == {0: 2, 132: 1, 167: 1}
-    sunday = _row(c1, hour_of_week=167)
+    sunday = row_where(c1, hour_of_week=167)
     assert (sunday["weekday"], sunday["hour"], sunday["gpus_requested"]) == ("Sun", 23, 1.0)
-    monday = _row(c1, hour_of_week=0)
+    monday = row_where(c1, hour_of_week=0)
     assert (monday["weekday"], monday["gpus_requested"], monday["job_share"]) == ("Mon", 6.0, 0.5)
     c2 = week.filter((pl.col("cluster") == "c2") & (pl.col("jobs") > 0))
     assert dict(zip(c2["hour_of_week"], c2["gpus_requested"])) == {32: 8.0, 33: 0.0, 43: 1.0}
@@ -270,24 +263,24 @@ def test_real_pollux_table(tmp_path: Path) -> None:
     ordered = sorted(job_hours, reverse=True)
     for pct in (1, 10):
         top = math.ceil(pct * len(ordered) / 100)
-        row = _row(people.table("gpu_time_top_shares"), population="jobs", top_percent=pct)
+        row = row_where(people.table("gpu_time_top_shares"), population="jobs", top_percent=pct)
         assert (row["members"], row["top_members"]) == (len(ordered), top)
         assert row["top_gpu_hours_share"] == pytest.approx(sum(ordered[:top]) / total, rel=1e-9)
     vc_ordered = sorted(per_vc_hours.values(), reverse=True)
-    row = _row(people.table("gpu_time_top_shares"), population="users", top_percent=10)
+    row = row_where(people.table("gpu_time_top_shares"), population="users", top_percent=10)
     assert (row["members"], row["top_members"]) == (15, 2)  # ceil(1.5)
     assert row["top_gpu_hours_share"] == pytest.approx(sum(vc_ordered[:2]) / total, rel=1e-9)
     curve = people.table("lorenz_curves").filter(pl.col("population") == "jobs")
     ascending = sorted(job_hours)
     for share in (0.25, 0.5, 0.9):
         members = int(round(share * 100)) * len(ascending) // 100
-        assert _row(curve, population_share=share)["gpu_hours_share"] == pytest.approx(
+        assert row_where(curve, population_share=share)["gpu_hours_share"] == pytest.approx(
             sum(ascending[:members]) / total, rel=1e-9)
 
     top_users = people.table("top_users")
     assert top_users.height == 15  # fewer users than the default 20
     for vc, hours in per_vc_hours.items():
-        row = _row(top_users, user=vc)
+        row = row_where(top_users, user=vc)
         assert row["jobs"] == per_vc_jobs[vc]
         assert row["gpu_hours"] == pytest.approx(hours, rel=1e-9)
         assert row["gpu_hours_share"] == pytest.approx(hours / total, rel=1e-9)
