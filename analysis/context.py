@@ -76,6 +76,12 @@ class TraceContext:
     def close(self) -> None:
         self.con.close()
 
+    def __enter__(self) -> "TraceContext":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def open_trace(home: Path, trace: str) -> TraceContext:
     """A `TraceContext` for `trace` in the catalog of `home`; `CatalogError` when it has no jobs."""

@@ -12,6 +12,7 @@ import polars as pl
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.overview import state_mix
 from ddlx.analysis.sql import GPU_BUCKET_SQL, GPU_HOURS_SQL, cdf_table, quantile_columns_sql, sort_buckets
 
 DEFINITIONS: tuple[Definition, ...] = (
@@ -98,15 +99,6 @@ def _bucket_label_sql() -> str:
 def _all_first(frame: pl.DataFrame, column: str = "gpu_bucket") -> pl.DataFrame:
     """`frame` with the 'all' rows of `column` first, then buckets in their usual order."""
     return pl.concat([frame.filter(pl.col(column) == ALL), sort_buckets(frame.filter(pl.col(column) != ALL), column)])
-
-
-def state_mix(ctx: TraceContext) -> pl.DataFrame:
-    """Per final state (state.canonical): jobs, their share, GPU-hours and their share."""
-    return ctx.query(f"""
-        SELECT state, count(*) AS jobs, count(*) / sum(count(*)) OVER () AS job_share,
-               sum(gpu_hours) AS gpu_hours,
-               sum(gpu_hours) / nullif(sum(sum(gpu_hours)) OVER (), 0) AS gpu_hours_share
-        FROM {_jobs_sql(ctx)} GROUP BY state ORDER BY jobs DESC, state""")
 
 
 def state_mix_by_gpu_bucket(ctx: TraceContext) -> pl.DataFrame:

@@ -34,14 +34,11 @@ def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
     `options` are passed to the modules (see `TraceContext.options`), e.g. `resolution_s`.
     """
     names = resolve_modules(modules)
-    ctx = open_trace(home, trace)
-    ctx.options.update(options or {})
-    try:
+    with open_trace(home, trace) as ctx:
+        ctx.options.update(options or {})
         result = AnalysisResult(trace, ctx.synthetic, ctx.provenance)
         for name in names:
             if progress:
                 progress(f"{trace}: {name}")
             result.modules.append(load(name).analyze(ctx))
         return result
-    finally:
-        ctx.close()

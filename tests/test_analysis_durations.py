@@ -68,11 +68,8 @@ def hand_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def hand_result(hand_home: Path):
-    ctx = open_trace(hand_home, "hand")
-    try:
+    with open_trace(hand_home, "hand") as ctx:
         return durations.analyze(ctx)
-    finally:
-        ctx.close()
 
 
 def _by(frame: pl.DataFrame, key: str) -> dict:
@@ -158,11 +155,8 @@ def test_without_any_timed_job_everything_is_skipped(tmp_path: Path) -> None:
     (tmp_path / "waiting.csv").write_text("submit,start,end,gpus,state\n0,,,1,PENDING\n5,,,2,PENDING\n")
     import_dataset("waiting", tmp_path / "waiting.csv", tmp_path / "home",
                    mapping="submit=submit,start=start,end=end,gpus=gpus,state=state")
-    ctx = open_trace(tmp_path / "home", "waiting")
-    try:
+    with open_trace(tmp_path / "home", "waiting") as ctx:
         result = durations.analyze(ctx)
-    finally:
-        ctx.close()
     assert (result.tables, result.findings) == ([], [])
     assert [(n.what, n.why) for n in result.not_applicable] == [
         ("run-time distributions", "no job of this trace has a run time or a start time")]
@@ -209,11 +203,8 @@ def test_real_pollux_philly_jobs(tmp_path: Path) -> None:
     import_dataset("philly-pollux", POLLUX, tmp_path / "home",
                    mapping="submit=timestamp,duration=duration,gpus=num_gpus,vc=cluster",
                    time_unit="datetime", tz="America/Los_Angeles")
-    ctx = open_trace(tmp_path / "home", "philly-pollux")
-    try:
+    with open_trace(tmp_path / "home", "philly-pollux") as ctx:
         result = durations.analyze(ctx)
-    finally:
-        ctx.close()
     rows = _by(result.table("run_time_by_gpu_bucket"), "gpu_bucket")
     assert set(rows) == set(runs)
     for bucket, values in runs.items():

@@ -55,11 +55,8 @@ def hand_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def hand_result(hand_home: Path) -> failures.ModuleResult:
-    ctx = open_trace(hand_home, "hand")
-    try:
+    with open_trace(hand_home, "hand") as ctx:
         return failures.analyze(ctx)
-    finally:
-        ctx.close()
 
 
 def _rows(frame: pl.DataFrame, *keys: str) -> dict:
@@ -96,12 +93,9 @@ def test_state_mix_by_gpu_bucket(hand_result) -> None:
 
 
 def test_top_users_with_an_other_row(hand_home: Path) -> None:
-    ctx = open_trace(hand_home, "hand")
-    try:
+    with open_trace(hand_home, "hand") as ctx:
         frame = failures.state_mix_by_user(ctx, top=2)
         everyone = failures.state_mix_by_user(ctx)
-    finally:
-        ctx.close()
     # GPU-hours by user: u3 42, u2 10, u1 1.5, u4 1, u5 0 -> top 2 are u3 and u2; the other
     # three users hold j1, j7 (completed, 2 GPU-h), j2, j10 (failed, 0.5), j8 (running), j9 (pending).
     rows = _rows(frame, "user", "state")
@@ -121,12 +115,9 @@ def test_top_users_with_an_other_row(hand_home: Path) -> None:
 
 
 def test_top_vcs_through_the_option(hand_home: Path) -> None:
-    ctx = open_trace(hand_home, "hand")
-    ctx.options[failures.TOP_VCS_OPTION] = 2
-    try:
+    with open_trace(hand_home, "hand") as ctx:
+        ctx.options[failures.TOP_VCS_OPTION] = 2
         result = failures.analyze(ctx)
-    finally:
-        ctx.close()
     frame = result.table("state_mix_by_vc")
     # vB 8 + 40 + 2 = 50 GPU-h, vA 1 + 0.5 + 2 + 0 = 3.5, vC 1 -> vC becomes 'other'.
     assert frame["vc"].unique(maintain_order=True).to_list() == ["vB", "vA", "other"]
@@ -204,11 +195,8 @@ def test_findings_and_definitions(hand_result) -> None:
 def philly_result(tmp_path_factory: pytest.TempPathFactory) -> failures.ModuleResult:
     base = tmp_path_factory.mktemp("philly-failures")
     ingest("philly", write_philly_release(base / "release"), base / "home")
-    ctx = open_trace(base / "home", "philly")
-    try:
+    with open_trace(base / "home", "philly") as ctx:
         return failures.analyze(ctx)
-    finally:
-        ctx.close()
 
 
 def test_philly_attempts_and_retries(philly_result) -> None:
@@ -249,11 +237,8 @@ def test_a_table_without_states_users_or_vcs_is_skipped_with_reasons(tmp_path: P
     (tmp_path / "bare.csv").write_text("submit,duration,gpus\n0,60,1\n10,120,2\n")
     import_dataset("bare", tmp_path / "bare.csv", tmp_path / "home",
                    mapping="submit=submit,duration=duration,gpus=gpus")
-    ctx = open_trace(tmp_path / "home", "bare")
-    try:
+    with open_trace(tmp_path / "home", "bare") as ctx:
         result = failures.analyze(ctx)
-    finally:
-        ctx.close()
     assert result.tables == [] and result.findings == []
     assert [n.what for n in result.not_applicable] == [
         "final-state mix", "time to failure", "GPU-time lost to failed and cancelled jobs",

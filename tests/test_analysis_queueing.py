@@ -88,9 +88,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def qa(home: Path) -> Iterator[TraceContext]:
-    ctx = open_trace(home, "qa")
-    yield ctx
-    ctx.close()
+    with open_trace(home, "qa") as ctx:
+        yield ctx
 
 
 def quantile_cont(values: list[float], q: float) -> float:
@@ -183,11 +182,8 @@ def test_wait_share_of_completion(qa: TraceContext) -> None:
 
 
 def test_queueing_by_load_at_submission(home: Path) -> None:
-    ctx = open_trace(home, "load")
-    try:
+    with open_trace(home, "load") as ctx:
         load = queueing.queueing_by_load(ctx)
-    finally:
-        ctx.close()
     assert set(load["reference"]) == {"peak_allocation"}
     k1 = load.filter(pl.col("cluster") == "k1")
     assert k1["load_bin"].to_list() == [0, 4, 8, 9]

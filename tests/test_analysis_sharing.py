@@ -111,12 +111,9 @@ def test_pai_instances_running_at_once_per_machine(pai_home: Path) -> None:
 
 
 def test_machine_instance_steps_block(pai_home: Path) -> None:
-    ctx = open_trace(pai_home, "pai")
-    try:
+    with open_trace(pai_home, "pai") as ctx:
         steps = ctx.query(f"""SELECT machine, t, instances FROM {sharing.machine_instance_steps_sql()}
                               ORDER BY machine, t""")
-    finally:
-        ctx.close()
     # m1: i1a starts 1010, i1b 1030, i1b ends 4990, i1a 5000 (jX, ending before it starts, is left out)
     m1 = [(r["t"], r["instances"]) for r in steps.filter(pl.col("machine") == "m1").to_dicts()]
     assert m1 == [(1010, 1), (1030, 2), (4990, 1), (5000, 0)]

@@ -90,9 +90,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def people(home: Path) -> Iterator[TraceContext]:
-    ctx = open_trace(home, "people")
-    yield ctx
-    ctx.close()
+    with open_trace(home, "people") as ctx:
+        yield ctx
 
 
 # -- users -----------------------------------------------------------------------------------
@@ -160,11 +159,8 @@ def test_users_module_findings(home: Path) -> None:
 # -- time patterns ---------------------------------------------------------------------------
 
 def test_hour_of_week_across_local_midnight_and_week(home: Path) -> None:
-    ctx = open_trace(home, "times")
-    try:
+    with open_trace(home, "times") as ctx:
         week = time_patterns.submissions_by_hour_of_week(ctx)
-    finally:
-        ctx.close()
     assert week.height == 2 * 168
     c1 = week.filter((pl.col("cluster") == "c1") & (pl.col("jobs") > 0))
     assert dict(zip(c1["hour_of_week"], c1["jobs"])) == {0: 2, 132: 1, 167: 1}

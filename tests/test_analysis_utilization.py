@@ -21,7 +21,7 @@ import pytest
 
 from ddlx.analysis import utilization
 from ddlx.analysis.capacity import gpu_capacity
-from ddlx.analysis.context import TraceContext, open_trace
+from ddlx.analysis.context import open_trace
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.imports import import_dataset
@@ -196,11 +196,8 @@ def helios_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_helios_capacity_is_one_row_per_cluster_vc_and_local_day(helios_home: Path) -> None:
-    ctx = open_trace(helios_home, "helios")
-    try:
+    with open_trace(helios_home, "helios") as ctx:
         capacity = gpu_capacity(ctx)
-    finally:
-        ctx.close()
     assert set(capacity["source"]) == {"helios_vc_capacity"}
     assert capacity["gpu_type"].null_count() == capacity.height
     found = {(r["cluster"], r["vc"], r["valid_from"]): (r["valid_to"], r["gpus"]) for r in capacity.to_dicts()}
@@ -440,11 +437,8 @@ def test_philly_gpu_minute_utilisation(philly_home: Path) -> None:
 
 
 def test_philly_job_utilisation_joins_attempts_to_their_gpus(philly_home: Path) -> None:
-    ctx: TraceContext = open_trace(philly_home, "philly")
-    try:
+    with open_trace(philly_home, "philly") as ctx:
         jobs = rows(utilization.philly_job_gpu_util(ctx), "job_id")
-    finally:
-        ctx.close()
     # app_1, gpu0 and gpu2 from 10:58 up to 12:02: 10:58 (10, 20), 10:59 (30; gpu2 NA), 11:00 (40, 40),
     # 11:30 (50, 60), 11:59 (60, 80), 12:00 (70, 100), 12:01 (80, 90): 13 GPU-minutes, sum 730.
     # (Hour 11 is read from hourly sums, hours 10 and 12 minute by minute.)
@@ -499,20 +493,14 @@ def test_real_philly_machine_list_capacity(tmp_path: Path) -> None:
     ingest("philly", write_philly_release(tmp_path / "release", overrides={
         "cluster_job_log": json.dumps(PHILLY_JOBS).encode(), "cluster_gpu_util": _philly_util_file()}), home)
     ingest("philly", REAL_PHILLY_MACHINES.parent, home, tables=["philly_machine_list"])  # the real list, in place
-    ctx = open_trace(home, "philly")
-    try:
+    with open_trace(home, "philly") as ctx:
         capacity = rows(gpu_capacity(ctx), "source")
-    finally:
-        ctx.close()
     assert capacity["philly_machine_list"]["gpus"] == listed
     assert capacity["philly_gpu_util"]["gpus"] == 6  # the tiny log is unchanged
 
 
 def test_no_capacity_means_an_empty_capacity_table(sweep_home: Path) -> None:
-    ctx = open_trace(sweep_home, "lab")
-    try:
+    with open_trace(sweep_home, "lab") as ctx:
         capacity = gpu_capacity(ctx)
-    finally:
-        ctx.close()
     assert capacity.height == 0
     assert capacity.columns == ["cluster", "vc", "gpu_type", "valid_from", "valid_to", "gpus", "source"]
