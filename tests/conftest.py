@@ -13,6 +13,9 @@ import pytest
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SHARED_TRACES = SHARED / "traces"
 
+#: Marks a test that reads the real trace files of ../shared/traces (skipped where they are absent).
+needs_shared_traces = pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is not beside the repo")
+
 # Five jobs, written in the official headerless format. Times are seconds; hand-derived facts:
 #   j1 Terminated: submit 1000, instances start 1010 and 1030, job end 5000 -> queue 10, run 3990;
 #      task worker inst_num 2 x plan_gpu 50 -> 1.0 GPU, fractional; 2 x 400 % CPU -> 8 cores; 2 x 10 GB.

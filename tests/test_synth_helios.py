@@ -23,7 +23,7 @@ import pytest
 
 from ddlx.datasets.synth_helios import generate_helios
 
-from tests.conftest import SHARED_TRACES
+from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 SCALE = 0.01
 SEED = 5
@@ -180,6 +180,7 @@ def test_jobs_cancelled_while_pending_start_and_end_at_the_cancel(logs: dict[str
 # ------------------------------------------------------------------------------- calibration
 
 
+@needs_shared_traces
 def test_job_counts_and_gpu_share_per_cluster(logs: dict[str, pl.DataFrame],
                                               summary: dict[str, dict[str, float]]) -> None:
     for cluster, log in logs.items():
@@ -191,6 +192,7 @@ def test_job_counts_and_gpu_share_per_cluster(logs: dict[str, pl.DataFrame],
     assert total == pytest.approx(summary["total"]["job_num"] * SCALE, abs=4)
 
 
+@needs_shared_traces
 @pytest.mark.parametrize("kind", ["gpu", "cpu"])
 def test_state_mix_per_cluster(logs: dict[str, pl.DataFrame], summary: dict[str, dict[str, float]],
                                kind: str) -> None:
@@ -225,6 +227,7 @@ def test_rare_states(logs: dict[str, pl.DataFrame]) -> None:
     assert 0 < counts["TIMEOUT"] < 0.1 * failed and 0 < counts["NODE_FAIL"] < 0.05 * failed  # "very rare"
 
 
+@needs_shared_traces
 def test_run_times_queues_and_gpu_requests(logs: dict[str, pl.DataFrame],
                                            summary: dict[str, dict[str, float]]) -> None:
     for cluster, log in logs.items():
@@ -260,6 +263,7 @@ def test_gpu_number_rows_and_totals(members: dict[str, bytes]) -> None:
             assert int(row[-1]) == sum(gpus) > 0
 
 
+@needs_shared_traces
 def test_vc_names_and_sizes_are_like_the_real_clusters(logs: dict[str, pl.DataFrame],
                                                        gpu_numbers: dict[str, pl.DataFrame],
                                                        summary: dict[str, dict[str, float]]) -> None:

@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 
 from ddlx.datasets.synth_philly import _build_machines, _machine_list_text, generate_philly
-from tests.conftest import SHARED_TRACES
+from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 SCALE = 0.01
 SEED = 7
@@ -183,6 +183,7 @@ def test_bad_arguments_raise_value_error(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------- machine list
 
 
+@needs_shared_traces
 def test_machine_list_is_laid_out_like_the_real_one(files: dict[str, bytes]) -> None:
     real = (PHILLY / "cluster_machine_list").read_text().splitlines()
     lines = files["cluster_machine_list"].decode().split("\n")
@@ -195,6 +196,7 @@ def test_machine_list_is_laid_out_like_the_real_one(files: dict[str, bytes]) -> 
     assert len({name for _, name in keys}) == len(keys)
 
 
+@needs_shared_traces
 def test_machine_list_at_scale_1_matches_the_real_lists() -> None:
     # The generator's own builders (a full scale-1 run takes minutes), checked against the real
     # machine list and the per-machine GPU counts derived from the real utilisation log.
@@ -289,6 +291,7 @@ def test_no_gpu_is_held_by_two_attempts_at_once(jobs: list[dict]) -> None:
             assert start >= end, gpu
 
 
+@needs_shared_traces
 def test_status_and_missing_data_shares(jobs: list[dict]) -> None:
     acme = _acme_philly()
     status = Counter(job["status"] for job in jobs)
@@ -306,6 +309,7 @@ def test_status_and_missing_data_shares(jobs: list[dict]) -> None:
     assert 1.1 < len(attempts) / (n - no_attempt) < 1.8  # retries
 
 
+@needs_shared_traces
 def test_run_time_queue_and_gpus_match_the_acmetrace_figures(jobs: list[dict]) -> None:
     # Definitions of the release notebook: run = last attempt end - first attempt start,
     # queue = first attempt start - submission, GPUs = GPUs of the first attempt.
@@ -337,6 +341,7 @@ def test_run_time_queue_and_gpus_match_the_acmetrace_figures(jobs: list[dict]) -
     assert 0.7 < gpus.count(1) / len(gpus) < 0.9
 
 
+@needs_shared_traces
 def test_fifteen_virtual_clusters_in_the_real_proportions(jobs: list[dict]) -> None:
     with open(PHILLY / "pollux_philly_jobs.csv", newline="") as handle:
         real = Counter(row["cluster"] for row in csv.DictReader(handle) if row["cluster"])
