@@ -23,6 +23,7 @@ import polars as pl
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.datasets.csvload import sql_string
+from ddlx.datasets.philly import GPUS_SEEN_SQL
 
 #: Capacity sources in order of preference: where a trace has several, shares of capacity are
 #: taken against the first one present (Philly's machine list is known to under-count its GPUs).
@@ -56,9 +57,10 @@ CAPACITY_DEFINITIONS: tuple[Definition, ...] = (
     ),
     Definition(
         "capacity.philly_gpu_util", "GPU capacity, GPUs seen in the Philly utilisation log", "GPUs",
-        "Philly: for each machine of cluster_gpu_util (philly_gpu_util), the most GPU fields present "
-        "(a number or NA) in any of its rows, summed over machines. Preferred over the machine list "
-        "for shares of capacity. One capacity for the whole trace, no VC.",
+        "Philly: for each machine of cluster_gpu_util (philly_gpu_util), the most GPU fields with a "
+        "number (neither NA nor empty) in any one of its per-minute rows, summed over machines. "
+        "Preferred over the machine list for shares of capacity. One capacity for the whole trace, "
+        "no VC.",
     ),
 )
 
@@ -113,9 +115,8 @@ def _philly_machine_list(ctx: TraceContext) -> str:
 def _philly_gpu_util(ctx: TraceContext) -> str:
     return f"""
         SELECT {_only_cluster(ctx)} AS cluster, NULL AS vc, NULL AS gpu_type, NULL AS valid_from,
-               NULL AS valid_to, sum(most_gpus) AS gpus, 'philly_gpu_util' AS source
-        FROM (SELECT machine_id, max(gpus_present) AS most_gpus FROM philly_gpu_util GROUP BY machine_id)
-        HAVING count(*) > 0"""
+               NULL AS valid_to, sum(gpus) AS gpus, 'philly_gpu_util' AS source
+        FROM {GPUS_SEEN_SQL} HAVING count(*) > 0"""
 
 
 #: Source name -> (the catalog table it reads, the SELECT of its capacity rows).

@@ -68,19 +68,25 @@ def read_csv_sql(csv_path: Path, columns: dict[str, str], header: bool = False,
     )
 
 
-def _expected(sql_type: str) -> str:
+def expected_value(sql_type: str, null_strings: tuple[str, ...] = ()) -> str:
+    """What a field of `sql_type` may hold, as error messages say it (e.g. "a number (or 'NA' or
+    nothing when missing)")."""
     if sql_type.startswith("ENUM"):
         values = re.findall(r"'([^']*)'", sql_type)
-        return "one of " + ", ".join(values)
-    if sql_type in ("DOUBLE", "FLOAT"):
-        return "a number"
-    if sql_type in ("BIGINT", "INTEGER"):
-        return "a whole number"
-    return f"a {sql_type.lower()} value"
+        kind = "one of " + ", ".join(values)
+    elif sql_type in ("DOUBLE", "FLOAT"):
+        kind = "a number"
+    elif sql_type in ("BIGINT", "INTEGER"):
+        kind = "a whole number"
+    else:
+        kind = f"a {sql_type.lower()} value"
+    missing = [f"'{value}'" if value else "nothing" for value in null_strings]
+    return f"{kind} (or {' or '.join(missing)} when missing)" if missing else kind
 
 
 def describe_reject(display: str, columns: dict[str, str], line: int, column: str | None,
-                    error_type: str, csv_line: str, message: str, delimiter: str = ",") -> InputError:
+                    error_type: str, csv_line: str, message: str, delimiter: str = ",",
+                    null_strings: tuple[str, ...] = ()) -> InputError:
     """Turn one DuckDB reject row into an `InputError` a user can act on."""
     names = list(columns)
     if "\ufffd" in (csv_line or "") or "unicode" in (message or "").lower():
@@ -96,7 +102,7 @@ def describe_reject(display: str, columns: dict[str, str], line: int, column: st
         match = _CONVERT_VALUE.search(message or "")
         value = match.group(1) if match else "?"
         return InputError(
-            display, f"cannot read {value!r}; expected {_expected(columns[column])}",
+            display, f"cannot read {value!r}; expected {expected_value(columns[column], null_strings)}",
             line=line, field=column,
         )
     first = (message or error_type).strip().splitlines()[0]
@@ -201,7 +207,7 @@ def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], o
     for path, line, column, error_type, csv_line, message in first_per_line.values():
         source = by_path.get(path, sources[0])
         errors.append(describe_reject(source.display, source.columns, line, column, error_type,
-                                      csv_line, message, delimiter=source.delimiter))
+                                      csv_line, message, source.delimiter, source.null_strings))
     if result.rejected > max_rejected_rows:
         out_path.unlink(missing_ok=True)
         error = errors[0]

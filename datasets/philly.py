@@ -67,7 +67,7 @@ import duckdb
 
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
 from ddlx.datasets.canonical import jobs_table_name, state_case_sql
-from ddlx.datasets.csvload import LoadResult, load_csv_to_parquet, read_header, sql_string
+from ddlx.datasets.csvload import LoadResult, expected_value, load_csv_to_parquet, read_header, sql_string
 from ddlx.datasets.registry import PHILLY
 from ddlx.datasets.timezones import utc_from_offset_sql
 from ddlx.datasets.validation import Check, Figure
@@ -132,10 +132,12 @@ class UtilFormat:
     """One utilisation CSV: the names on its header line, the fields of a data row, and which of
     them are numbers (`NA` or empty = NULL).
 
+    DuckDB reads the numbers directly, `NA` (offline) and empty (no such GPU) both as NULL
+    (`NULL_STRINGS`): telling them apart would mean reading every field as text, which costs a
+    third of the load time of the multi-GB GPU file.
+
     `trailing_empty`: every data row ends with a comma, i.e. one more field that must be empty.
-    `counts_gpus`: the value fields are GPUs; store how many are present and online per row. Their
-    fields are then read as text, since `NA` (offline) and empty (no such GPU) count differently;
-    otherwise DuckDB reads the numbers directly, with `NA` and empty as NULL (`NULL_STRINGS`).
+    `counts_gpus`: the value fields are GPUs; store how many of them have a number in each row.
     """
 
     header: tuple[str, ...]
@@ -145,17 +147,11 @@ class UtilFormat:
 
     @property
     def read_columns(self) -> dict[str, str]:
-        value_type = "VARCHAR" if self.counts_gpus else "DOUBLE"
         columns = {name: "VARCHAR" for name in self.header[:2]}
-        columns.update({name: value_type for name in self.value_fields})
+        columns.update({name: "DOUBLE" for name in self.value_fields})
         if self.trailing_empty:
             columns["trailing_comma"] = "VARCHAR"
         return columns
-
-    @property
-    def null_strings(self) -> tuple[str, ...]:
-        """Field values DuckDB reads as NULL (none besides empty when the fields are text)."""
-        return () if self.counts_gpus else NULL_STRINGS
 
 
 UTIL_FORMATS: dict[str, UtilFormat] = {
@@ -303,22 +299,17 @@ def util_select_sql(fmt: UtilFormat) -> str:
     A zone suffix other than PDT/PST, a value after the trailing comma or a number DuckDB cannot
     read stops the load (`error()`/a cast error); the caller then finds the line.
     """
-    offsets = " ".join(f"WHEN right(time, 4) = ' {zone}' THEN {-hours * 3600}"
+    offsets = " ".join(f"WHEN suffix(time, ' {zone}') THEN {-hours * 3600}"
                        for zone, hours in UTC_OFFSET_HOURS.items())
-    trailing = "trailing_comma IS NULL AND " if fmt.trailing_empty else ""
-    offset = (f"CASE WHEN {trailing}length(time) = {WALL_CLOCK_LENGTH + 4} THEN CASE {offsets} "
-              "ELSE error('philly: unknown time zone suffix') END "
-              "ELSE error('philly: malformed time or row') END")
+    trailing = "trailing_comma IS NOT NULL OR " if fmt.trailing_empty else ""
+    offset = (f"CASE WHEN {trailing}length(time) <> {WALL_CLOCK_LENGTH + 4} "
+              f"THEN error('philly: malformed time or row') {offsets} "
+              "ELSE error('philly: unknown time zone suffix') END")
     time_sql = utc_from_offset_sql(f"CAST(left(time, {WALL_CLOCK_LENGTH}) AS TIMESTAMP)", offset)
-    parts = [f"{time_sql} AS time", f'"{fmt.header[1]}" AS machine_id']
-    if not fmt.counts_gpus:
-        parts += list(fmt.value_fields)
-    else:
-        for name in fmt.value_fields:
-            parts.append(f"CASE WHEN {name} IS NULL OR {name} = 'NA' THEN NULL ELSE CAST({name} AS DOUBLE) END AS {name}")
-        present = " + ".join(f"CAST({g} IS NOT NULL AS INTEGER)" for g in fmt.value_fields)
-        online = " + ".join(f"CAST({g} IS NOT NULL AND {g} <> 'NA' AS INTEGER)" for g in fmt.value_fields)
-        parts += [f"CAST({present} AS TINYINT) AS gpus_present", f"CAST({online} AS TINYINT) AS gpus_online"]
+    parts = [f"{time_sql} AS time", f'"{fmt.header[1]}" AS machine_id', *fmt.value_fields]
+    if fmt.counts_gpus:
+        reporting = " + ".join(f"CAST({g} IS NOT NULL AS INTEGER)" for g in fmt.value_fields)
+        parts.append(f"CAST({reporting} AS TINYINT) AS gpus_reporting")
     return f"SELECT {', '.join(parts)} FROM {{src}}"
 
 
@@ -574,13 +565,13 @@ def time_problem(value: str) -> str | None:
     return None
 
 
-def _number_problem(value: str, allowed: str) -> str | None:
-    if value in ("", "NA"):
+def _number_problem(value: str) -> str | None:
+    if value in NULL_STRINGS:
         return None
     try:
         float(value)
     except ValueError:
-        return f"cannot read {value!r}; expected {allowed}"
+        return f"cannot read {value!r}; expected {expected_value('DOUBLE', NULL_STRINGS)}"
     return None
 
 
@@ -598,7 +589,7 @@ def util_row_problem(fmt: UtilFormat) -> RowProblem:
                     return fmt.value_fields[-1], (f"unexpected value {value!r} after {fmt.value_fields[-1]}; "
                                                   "expected the row to end with a comma")
                 continue
-            found = _number_problem(value, "a number, NA (offline) or nothing")
+            found = _number_problem(value)
             if found:
                 return name, found
         return None
@@ -687,9 +678,7 @@ def validation_checks(present: set[str]) -> list[Check]:
         ]
     if GPU_UTIL in present:
         checks += [
-            Check(GPU_UTIL, "rows with a GPU offline (NA)", "gpus_online < gpus_present"),
-            Check(GPU_UTIL, "rows with every GPU offline (NA)", "gpus_online = 0 AND gpus_present > 0"),
-            Check(GPU_UTIL, "rows without any GPU field", "gpus_present = 0"),
+            Check(GPU_UTIL, "rows where no GPU reports a number (all NA or empty)", "gpus_reporting = 0"),
             Check(GPU_UTIL, "rows with a GPU above 100 %",
                   query=f"SELECT count(*) FROM {GPU_UTIL} WHERE " + " OR ".join(f"{g} > 100" for g in GPU_FIELDS),
                   screen="SELECT " + " + ".join(f"(SELECT count(*) FROM {GPU_UTIL} WHERE {g} > 100)"
@@ -709,6 +698,11 @@ def validation_checks(present: set[str]) -> list[Check]:
         checks.append(Check(MACHINE_LIST, "machines listed more than once", query=(
             f"SELECT count(*) FROM {MACHINE_LIST} WHERE machine_id IN "
             f"(SELECT machine_id FROM {MACHINE_LIST} GROUP BY machine_id HAVING count(*) > 1)")))
+        if GPU_UTIL in present:
+            checks.append(Check(GPU_UTIL, "rows where fewer GPUs report a number than the machine list gives "
+                                "(some NA, i.e. offline)", query=(
+                                    f"SELECT count(*) FROM {GPU_UTIL} AS u JOIN {MACHINE_LIST} AS m "
+                                    "USING (machine_id) WHERE u.gpus_reporting < m.num_gpus")))
         for table in (GPU_UTIL, CPU_UTIL, MEM_UTIL):
             if table in present:
                 checks.append(Check(table, "rows for machines not in the machine list", query=(
@@ -717,8 +711,9 @@ def validation_checks(present: set[str]) -> list[Check]:
     return checks
 
 
-#: Per machine, the most GPU fields present in any of its utilisation rows (NA counts: the GPU exists).
-_GPUS_SEEN = f"(SELECT machine_id, max(gpus_present) AS gpus FROM {GPU_UTIL} GROUP BY machine_id)"
+#: Per machine (`machine_id`), the GPUs seen in the utilisation log (`gpus`): the most GPU fields
+#: with a number in any one of its rows (a GPU offline, `NA`, in every row is not seen).
+GPUS_SEEN_SQL = f"(SELECT machine_id, max(gpus_reporting) AS gpus FROM {GPU_UTIL} GROUP BY machine_id)"
 
 
 def figures(present: set[str]) -> list[Figure]:
@@ -732,21 +727,21 @@ def figures(present: set[str]) -> list[Figure]:
         ]
     if GPU_UTIL in present:
         found += [
-            Figure(GPU_UTIL, "GPUs seen in the utilisation log (per machine, most GPU fields in a row)",
-                   f"SELECT sum(gpus) FROM {_GPUS_SEEN}", "GPUs"),
+            Figure(GPU_UTIL, "GPUs seen in the utilisation log (per machine, most GPUs with a number in one row)",
+                   f"SELECT sum(gpus) FROM {GPUS_SEEN_SQL}", "GPUs"),
             Figure(GPU_UTIL, "machines in the utilisation log", f"SELECT count(DISTINCT machine_id) FROM {GPU_UTIL}",
                    "machines"),
         ]
     if MACHINE_LIST in present and GPU_UTIL in present:
         found += [
             Figure(GPU_UTIL, "GPUs seen in the utilisation log minus GPUs in the machine list",
-                   f"SELECT (SELECT sum(gpus) FROM {_GPUS_SEEN}) - (SELECT sum(num_gpus) FROM {MACHINE_LIST})",
+                   f"SELECT (SELECT sum(gpus) FROM {GPUS_SEEN_SQL}) - (SELECT sum(num_gpus) FROM {MACHINE_LIST})",
                    "GPUs"),
             Figure(GPU_UTIL, "machines with more GPUs in the utilisation log than in the machine list",
-                   f"SELECT count(*) FROM {_GPUS_SEEN} AS s JOIN {MACHINE_LIST} AS m USING (machine_id) "
+                   f"SELECT count(*) FROM {GPUS_SEEN_SQL} AS s JOIN {MACHINE_LIST} AS m USING (machine_id) "
                    "WHERE s.gpus > m.num_gpus", "machines"),
             Figure(GPU_UTIL, "machines in the utilisation log missing from the machine list",
-                   f"SELECT count(*) FROM {_GPUS_SEEN} AS s ANTI JOIN {MACHINE_LIST} AS m USING (machine_id)",
+                   f"SELECT count(*) FROM {GPUS_SEEN_SQL} AS s ANTI JOIN {MACHINE_LIST} AS m USING (machine_id)",
                    "machines"),
         ]
     if JOB_LOG in present:
@@ -787,7 +782,7 @@ class PhillyAdapter(TraceAdapter):
                              machine_list_select_sql(), machine_row_problem(max_rejected_rows == 0))
         fmt = UTIL_FORMATS[table]
         return _load_csv(con, local, out_path, max_rejected_rows, fmt.header, fmt.read_columns,
-                         util_select_sql(fmt), util_row_problem(fmt), fmt.null_strings)
+                         util_select_sql(fmt), util_row_problem(fmt), NULL_STRINGS)
 
     def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
         if JOB_LOG not in present:

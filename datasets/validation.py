@@ -61,8 +61,8 @@ def run_checks(con: duckdb.DuckDBPyConnection, checks: list[Check],
 def duplicate_key_check(table: str, keys: tuple[str, ...], name: str) -> Check:
     """Rows beyond the first of each key value (0 when every key is unique)."""
     columns = ", ".join(keys)
-    return Check(table, name, query=(f"SELECT coalesce(sum(copies - 1), 0) FROM (SELECT count(*) AS copies "
-                                     f"FROM {table} GROUP BY {columns} HAVING count(*) > 1)"))
+    return Check(table, name, query=(f"SELECT (SELECT count(*) FROM {table}) - "
+                                     f"(SELECT count(*) FROM (SELECT DISTINCT {columns} FROM {table}))"))
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,7 @@ def test_utilisation_row_with_a_wrong_field_count(cli, tmp_path: Path, ingested)
     ("cluster_cpu_util", "time,machine_id,cpu_util", CPU_ROWS + ["2017-11-27 00:04:00,m9,12.5"], 5,
      ["field 'time'", "cannot read time", "expected 'YYYY-MM-DD HH:MM:SS PDT'"]),
     ("cluster_gpu_util", GPU_HEADER, GPU_ROWS[:1] + ["2017-10-03 00:08:00 PDT,m8b,60.8,busy,,,,,,,"], 3,
-     ["field 'gpu1_util'", "cannot read 'busy'", "expected a number, NA (offline) or nothing"]),
+     ["field 'gpu1_util'", "cannot read 'busy'", "expected a number (or 'NA' or nothing when missing)"]),
     ("cluster_cpu_util", "time,machine_id,cpu_util", CPU_ROWS[:2] + ["2017-11-27 00:04:00 PST,m9,12.5%"], 4,
      ["field 'cpu_util'", "cannot read '12.5%'", "expected a number"]),
     ("cluster_mem_util", "time,machine_id,mem_total,mem_free", ["2017-11-27 00:04:00 PST,m9,264116568.0,n/a"], 2,

@@ -207,8 +207,8 @@ def test_canonical_jobs_hand_derived(philly_home: Path) -> None:
 
 
 def test_utilisation_rows_in_utc(philly_home: Path) -> None:
-    gpu = _rows(philly_home, "SELECT epoch(time) AS t, machine_id, gpu0_util, gpu1_util, gpu7_util, gpus_present, "
-                             "gpus_online FROM philly_gpu_util ORDER BY t, machine_id")
+    gpu = _rows(philly_home, "SELECT epoch(time) AS t, machine_id, gpu0_util, gpu1_util, gpu7_util, gpus_reporting "
+                             "FROM philly_gpu_util ORDER BY t, machine_id")
     assert [(r["t"], r["machine_id"]) for r in gpu] == [
         (utc("2017-10-03 07:08:00"), "m8b"),
         (utc("2017-11-05 08:30:00"), "m2a"), (utc("2017-11-05 08:30:00"), "m8a"),
@@ -217,7 +217,8 @@ def test_utilisation_rows_in_utc(philly_home: Path) -> None:
     ]
     # The suffix tells the two 01:30 apart: PDT is the first (fold 0), PST the second (fold 1).
     assert gpu[1]["t"] == pacific("2017-11-05 01:30:00", fold=0) and gpu[3]["t"] == pacific("2017-11-05 01:30:00", fold=1)
-    assert [(r["gpus_present"], r["gpus_online"]) for r in gpu] == [(8, 8), (2, 1), (8, 8), (2, 2), (8, 0), (1, 1)]
+    # GPU fields with a number: NA (offline) and empty (no such GPU) both count as none.
+    assert [r["gpus_reporting"] for r in gpu] == [8, 1, 8, 2, 0, 1]
     assert (gpu[1]["gpu0_util"], gpu[1]["gpu1_util"], gpu[1]["gpu7_util"]) == (10.5, None, None)
     assert (gpu[0]["gpu1_util"], gpu[2]["gpu7_util"]) == (99.366666667, 8.0)
     cpu = _rows(philly_home, "SELECT epoch(time) AS t, machine_id, cpu_util FROM philly_cpu_util ORDER BY t")
@@ -250,9 +251,9 @@ def test_validation_checks_and_figures(philly_home: Path) -> None:
         ("philly_jobs", "jobs with negative queueing delay (first attempt before submission)"): 1,  # app_07
         ("philly_jobs", "jobs with negative run time (last attempt ends before the first starts)"): 0,
         ("philly_jobs", "jobs whose attempts differ in GPU count (num_gpus: the largest)"): 2,  # app_02, app_05
-        ("philly_gpu_util", "rows with a GPU offline (NA)"): 2,
-        ("philly_gpu_util", "rows with every GPU offline (NA)"): 1,
-        ("philly_gpu_util", "rows without any GPU field"): 0,
+        ("philly_gpu_util", "rows where no GPU reports a number (all NA or empty)"): 1,  # m8a PST
+        # m2a PDT (1 of 2 listed) and m8a PST (0 of 8); m8b reports more than listed; m9 is not listed.
+        ("philly_gpu_util", "rows where fewer GPUs report a number than the machine list gives (some NA, i.e. offline)"): 2,
         ("philly_gpu_util", "rows with a GPU above 100 %"): 1,  # m9 100.5
         ("philly_gpu_util", "rows for machines not in the machine list"): 1,
         ("philly_cpu_util", "rows with cpu_util NA (offline)"): 1,
@@ -265,8 +266,8 @@ def test_validation_checks_and_figures(philly_home: Path) -> None:
     figures = {f["figure"]: f["value"] for f in manifest["figures"]}
     assert figures["GPUs in the machine list (sum of num_gpus)"] == 2 + 2 + 8 + 2
     assert figures["machines in the machine list"] == 4
-    # Most GPU fields per machine: m2a 2, m8a 8, m8b 8, m9 1.
-    assert figures["GPUs seen in the utilisation log (per machine, most GPU fields in a row)"] == 2 + 8 + 8 + 1
+    # Most GPU fields with a number in one row: m2a 2 (10.5,NA then 20,30), m8a 8 (then all NA), m8b 8, m9 1.
+    assert figures["GPUs seen in the utilisation log (per machine, most GPUs with a number in one row)"] == 2 + 8 + 8 + 1
     assert figures["machines in the utilisation log"] == 4
     assert figures["GPUs seen in the utilisation log minus GPUs in the machine list"] == 19 - 14
     assert figures["machines with more GPUs in the utilisation log than in the machine list"] == 1  # m8b
