@@ -32,7 +32,8 @@ class TraceContext:
 
     `tables` are the catalog's tables and views of this trace; `source_tz` the IANA zone of its
     local wall clock; `has_wall_clock` False when its times are offsets from an undisclosed start
-    (Alibaba v2023), so that hours of day and weekdays mean nothing.
+    (Alibaba v2023), so that hours of day and weekdays mean nothing. `open_jobs_run_to_end` False
+    when a started job without an end is an unlogged end, not a job running at the trace end (PAI).
     `options` are the caller's settings for the modules (e.g. `resolution_s`, the step of
     utilisation time series).
     """
@@ -44,6 +45,7 @@ class TraceContext:
     synthetic: bool
     source_tz: str | None
     has_wall_clock: bool = True
+    open_jobs_run_to_end: bool = True
     provenance: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -105,8 +107,14 @@ def open_trace(home: Path, trace: str) -> TraceContext:
                     for f in entry.get("files", [])]
             for table, entry in registration.manifest.get("inputs", {}).items()},
         "synthetic_details": registration.manifest.get("synthetic_details"),
+        "rows": registration.manifest.get("rows", {}),
+        "rejected_rows": {table: entry.get("rejected_rows", 0)
+                          for table, entry in registration.manifest.get("inputs", {}).items()},
+        "validation": registration.manifest.get("validation", []),
+        "figures": registration.manifest.get("figures", []),
     }
     known = TRACES.get(trace)
     return TraceContext(home=home, trace=trace, con=con, tables=tables, synthetic=registration.synthetic,
                         source_tz=zone[0], has_wall_clock=known.wall_clock if known else True,
+                        open_jobs_run_to_end=known.open_jobs_run_to_end if known else True,
                         provenance=provenance)

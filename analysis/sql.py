@@ -91,13 +91,15 @@ def allocation_events_sql(ctx: TraceContext, groups: Sequence[str] = (), where: 
     """A FROM item: the changes of allocated GPUs (definition `utilization.allocated_gpus`).
 
     Rows: the `groups` columns of `jobs`, `t` (TIMESTAMPTZ) and `delta_gpus`: +num_gpus at a job's
-    start_time, -num_gpus at its end_time. A job that never started adds nothing; one still running
-    (no end) holds its GPUs to the end of the trace.
+    start_time, -num_gpus at its end_time. A job that never started adds nothing; one with no end
+    holds its GPUs to the end of the trace, except in traces whose open jobs are unlogged ends
+    (`ctx.open_jobs_run_to_end` False), where it is left out.
     """
     select_groups = "".join(f"{g}, " for g in groups)
+    placed = "" if ctx.open_jobs_run_to_end else " AND end_time IS NOT NULL"
     return f"""(
         SELECT {select_groups}start_time AS t, num_gpus AS delta_gpus FROM {ctx.jobs}
-        WHERE start_time IS NOT NULL AND num_gpus > 0 AND ({where})
+        WHERE start_time IS NOT NULL{placed} AND num_gpus > 0 AND ({where})
         UNION ALL
         SELECT {select_groups}end_time AS t, -num_gpus AS delta_gpus FROM {ctx.jobs}
         WHERE start_time IS NOT NULL AND end_time IS NOT NULL AND num_gpus > 0 AND ({where}))"""

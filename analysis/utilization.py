@@ -56,7 +56,10 @@ DEFINITIONS: tuple[Definition, ...] = CAPACITY_DEFINITIONS + (
         "utilization.allocated_gpus", "Allocated GPUs", "GPUs",
         "GPUs held by jobs at an instant t: the sum of gpu_request.job_total over the jobs with "
         "start_time <= t < end_time. A job that started and has no end (still running) holds its "
-        "GPUs to the trace end; a job that never started holds none; fractions count as requested. "
+        "GPUs to the trace end, except in PAI, where such jobs (status Running) are left out: their "
+        "ends were not logged, and together they ask for several times the cluster's GPUs, so they "
+        "cannot have all been running at the trace end (their number and GPUs are a finding). A job "
+        "that never started holds none; fractions count as requested. "
         "PAI: from the job's first instance start to the job's end, all its requested GPUs "
         "(instances that start later or end earlier are not followed); Philly: from the first "
         "attempt's start to the last attempt's end with the GPUs of its largest attempt (gaps "
@@ -764,8 +767,16 @@ def _allocation(ctx: TraceContext, result: ModuleResult) -> None:
                     "utilization.allocated_gpus_binned", f"{scope}, over the whole trace")
         result.find("allocated_gpus_peak", "peak allocated GPUs", row["peak_gpus"], "GPUs",
                     "utilization.allocated_gpus_binned", f"{scope}, over the whole trace")
-        result.find("allocated_gpus_at_end", "GPUs still allocated at the trace end (jobs without an end)",
-                    row["end_gpus"], "GPUs", "utilization.allocated_gpus", f"{scope}, at the trace end")
+        if ctx.open_jobs_run_to_end:
+            result.find("allocated_gpus_at_end", "GPUs still allocated at the trace end (jobs without an end)",
+                        row["end_gpus"], "GPUs", "utilization.allocated_gpus", f"{scope}, at the trace end")
+        else:
+            open_jobs = ctx.one_row(f"""SELECT count(*) AS jobs, coalesce(sum(num_gpus), 0) AS gpus FROM {ctx.jobs}
+                                        WHERE start_time IS NOT NULL AND end_time IS NULL AND num_gpus > 0""")
+            population = (f"{scope}: GPU jobs that started and have no end ({open_jobs['jobs']:,} jobs), "
+                          "left out of allocated GPUs")
+            result.find("unplaced_open_job_gpus", "GPUs asked for by started jobs with no logged end",
+                        open_jobs["gpus"], "GPUs", "utilization.allocated_gpus", population)
         if source and row["capacity_source"] == source:
             population = f"{scope}, against capacity.{source} ({row['capacity_gpus']:,.0f} GPUs on average)"
             result.find("allocated_share_mean", "mean allocated GPUs as a share of capacity", row["mean_share"],

@@ -35,6 +35,9 @@ class TraceInfo:
 
     `wall_clock` is False when the trace's times are offsets from an undisclosed start, so that
     they have no time of day or weekday (`source_tz` then only names the zone they are stored in).
+    `open_jobs_run_to_end` is False when a job that started and has no end is a record whose end
+    was not logged rather than a job running when the trace was taken (PAI: its Running jobs ask
+    for several times the cluster's GPUs), so that such jobs cannot be placed in time.
     """
 
     name: str
@@ -46,6 +49,7 @@ class TraceInfo:
     homepage: str
     files: tuple[ReleaseFile, ...] = field(default_factory=tuple)
     wall_clock: bool = True
+    open_jobs_run_to_end: bool = True
 
     @property
     def tables(self) -> list[str]:
@@ -92,6 +96,7 @@ PAI = TraceInfo(
         "Heterogeneous GPU Clusters\", NSDI 2022"
     ),
     homepage="https://github.com/alibaba/clusterdata/tree/master/cluster-trace-gpu-v2020",
+    open_jobs_run_to_end=False,
     files=(
         _pai_file("pai_job_table", 62_065_432,
                   "5aad7f7caac501136d14ed6a48e40546f825d7b0617a3a4f337e2348fe0a6cb0",

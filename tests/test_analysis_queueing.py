@@ -256,15 +256,15 @@ def test_pai_fixture_task_to_first_instance(tmp_path: Path) -> None:
     assert (task["per"], task["rows"], task["rows_with_value"]) == ("task", 6, 5)
     assert (task["p50_s"], task["p90_s"], task["mean_s"]) == pytest.approx((10.0, 130.0, 53.0))
     assert result.finding("task_queue_delay_p50").value == 10.0
-    # Load on the fixture: j1 (1 GPU) runs 1010-5000, j2 (4) 2100-2600, j3 (0.25) from 3005 on;
-    # peak 5. Allocated before j1's submission (1000): 0; j2's (2000): 1; j3's (3000): 1; j4's
-    # (4000): 1.25. Against the peak: bins 0, 2, 2, 2. Against the machine list's capacity
-    # (2 T4 + 8 V100 + 2 P100 = 12 GPUs): 0, 1/12, 1/12, 1.25/12 -> bins 0, 0, 0, 1.
+    # Load on the fixture: j1 (1 GPU) runs 1010-5000, j2 (4) 2100-2600; j3 (0.25, Running, no end)
+    # is left out of allocated GPUs in PAI. Peak 5. Allocated before j1's submission (1000): 0;
+    # j2's (2000): 1; j3's (3000): 1; j4's (4000): 1. Against the peak: bins 0, 2, 2, 2. Against
+    # the machine list's capacity (2 T4 + 8 V100 + 2 P100 = 12 GPUs): 0, 1/12, 1/12, 1/12 -> bin 0.
     load = result.table("by_load_at_submit").filter(pl.col("cluster") == "pai")
     peak = load.filter(pl.col("reference") == "peak_allocation")
     assert dict(zip(peak["load_bin"], peak["jobs"])) == {0: 1, 2: 3}
     capacity = load.filter(pl.col("reference") == "capacity")
-    assert dict(zip(capacity["load_bin"], capacity["jobs"])) == {0: 3, 1: 1}
+    assert dict(zip(capacity["load_bin"], capacity["jobs"])) == {0: 4}
     assert set(capacity["mean_reference_gpus"]) == {12.0}
     assert "capacity.pai_machine_spec" in next(t for t in result.tables if t.name == "by_load_at_submit").definitions
 

@@ -261,20 +261,23 @@ def test_pai_capacity_allocation_and_gpu_types(pai_home: Path) -> None:
     capacity = result.table("capacity")
     assert {r["gpu_type"]: r["gpus"] for r in capacity.to_dicts()} == {"T4": 2, "V100": 8, "P100": 2}
     assert set(capacity["source"]) == {"pai_machine_spec"} and capacity["valid_from"].null_count() == 3
-    # Jobs holding GPUs: j1 1.0 GPU (T4) 1010-5000; j2 4 GPUs (V100) 2100-2600; j3 0.25 (P100) from 3005,
-    # still running. The window runs 1000 (j1's submission) -> 100060 (j5's end): 99060 s.
-    # GPU-s: 3990 + 2000 + 0.25 x 97055 = 30253.75 -> mean 30253.75 / 99060; peak 1 + 4 = 5 of 12 GPUs.
+    # Jobs holding GPUs: j1 1.0 GPU (T4) 1010-5000; j2 4 GPUs (V100) 2100-2600. j3 (0.25 P100 from
+    # 3005, status Running, no end) is left out: in PAI a job without an end has no logged end.
+    # The window runs 1000 (j1's submission) -> 100060 (j5's end): 99060 s.
+    # GPU-s: 3990 + 2000 = 5990 -> mean 5990 / 99060; peak 1 + 4 = 5 of 12 GPUs; none at the end.
     summary = result.table("allocation_vs_capacity").row(0, named=True)
-    assert summary["mean_gpus"] == pytest.approx(30253.75 / 99060)
+    assert summary["mean_gpus"] == pytest.approx(5990 / 99060)
     assert summary["peak_gpus"] == 5.0
     assert summary["capacity_gpus"] == 12.0
-    assert summary["mean_share"] == pytest.approx(30253.75 / 99060 / 12)
+    assert summary["mean_share"] == pytest.approx(5990 / 99060 / 12)
     assert summary["peak_share"] == pytest.approx(5 / 12)
-    assert summary["end_gpus"] == 0.25
+    assert summary["end_gpus"] == 0.0
+    left_out = result.finding("unplaced_open_job_gpus")
+    assert left_out.value == 0.25 and "(1 jobs)" in left_out.population
     series = result.table("allocation_by_cluster")
     # Bins of 1000 s from 1000: [1000, 2000) j1 990 GPU-s -> 0.99; [2000, 3000) 1000 + 4 x 500 -> 3.0;
-    # [3000, 4000) 1000 + 0.25 x 995 -> 1.24875.
-    assert series["mean_gpus"].to_list()[:3] == pytest.approx([0.99, 3.0, 1.24875])
+    # [3000, 4000) j1 alone -> 1.0.
+    assert series["mean_gpus"].to_list()[:3] == pytest.approx([0.99, 3.0, 1.0])
     assert series["peak_share"].to_list()[1] == pytest.approx(5 / 12)
     by_type = rows(result.table("allocation_by_gpu_type"), "gpu_type", "bin_start")
     v100 = by_type[("V100", datetime.fromtimestamp(2000, timezone.utc))]
