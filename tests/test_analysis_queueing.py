@@ -19,7 +19,7 @@ from ddlx.analysis.context import TraceContext, open_trace
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
-from tests.conftest import SHARED_TRACES, row_where, write_pai_release
+from tests.conftest import SHARED_TRACES, row_where, write_pai_release, needs_shared_traces
 
 V2023_DIR = SHARED_TRACES / "alibaba-gpu-v2023"
 POLLUX = SHARED_TRACES / "philly" / "pollux_philly_jobs.csv"
@@ -269,7 +269,7 @@ def test_pai_fixture_task_to_first_instance(tmp_path: Path) -> None:
     assert "capacity.pai_machine_spec" in next(t for t in result.tables if t.name == "by_load_at_submit").definitions
 
 
-@pytest.mark.skipif(not POLLUX.is_file(), reason="../shared/traces is not beside the repo")
+@needs_shared_traces
 def test_real_table_without_start_times_is_skipped(tmp_path: Path) -> None:
     home = tmp_path / "home"
     import_dataset("philly-pollux", POLLUX, home, mapping="submit=timestamp,duration=duration,gpus=num_gpus,vc=cluster",
@@ -291,7 +291,7 @@ def _bucket(gpus: float) -> str:
     return ">8"
 
 
-@pytest.mark.skipif(not V2023_DIR.is_dir(), reason="../shared/traces is not beside the repo")
+@needs_shared_traces
 def test_real_v2023_default_workload(tmp_path: Path) -> None:
     with open(V2023_DIR / "openb_pod_list_default.csv", newline="") as handle:
         pods = list(csv.DictReader(handle))

@@ -22,7 +22,7 @@ from ddlx.datasets import pai_schema
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
 from ddlx.reports.results import write_results
-from tests.conftest import SHARED_TRACES, write_pai_release
+from tests.conftest import SHARED_TRACES, write_pai_release, needs_shared_traces
 
 REAL_V2023 = SHARED_TRACES / "alibaba-gpu-v2023"
 
@@ -344,7 +344,7 @@ def test_imported_fractional_jobs_use_the_canonical_columns(tmp_path: Path) -> N
 
 # -- the real Alibaba v2023 trace -------------------------------------------------------------------
 
-real = pytest.mark.skipif(not REAL_V2023.is_dir(), reason="../shared/traces is not beside the repo")
+real = needs_shared_traces
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from ddlx.analysis.context import TraceContext, open_trace
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
-from tests.conftest import SHARED_TRACES, row_where, write_pai_release
+from tests.conftest import SHARED_TRACES, row_where, write_pai_release, needs_shared_traces
 
 POLLUX = SHARED_TRACES / "philly" / "pollux_philly_jobs.csv"
 V2023_DIR = SHARED_TRACES / "alibaba-gpu-v2023"
@@ -213,7 +213,7 @@ def test_recurring_jobs_on_the_pai_fixture_and_skips(tmp_path: Path, home: Path)
     assert [n.what for n in people.not_applicable] == ["recurring jobs"]
 
 
-@pytest.mark.skipif(not V2023_DIR.is_dir(), reason="../shared/traces is not beside the repo")
+@needs_shared_traces
 def test_v2023_has_no_wall_clock(tmp_path: Path) -> None:
     home = tmp_path / "home"
     ingest("pai-v2023", V2023_DIR, home, tables=["pai_v2023_pods"])
@@ -232,7 +232,7 @@ def test_v2023_has_no_wall_clock(tmp_path: Path) -> None:
 
 # -- the real Philly-derived table -----------------------------------------------------------
 
-@pytest.mark.skipif(not POLLUX.is_file(), reason="../shared/traces is not beside the repo")
+@needs_shared_traces
 def test_real_pollux_table(tmp_path: Path) -> None:
     with open(POLLUX, newline="") as handle:
         rows = list(csv.DictReader(handle))

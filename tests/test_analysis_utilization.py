@@ -27,7 +27,7 @@ from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import DdlxError
-from tests.conftest import SHARED_TRACES, write_pai_release
+from tests.conftest import SHARED_TRACES, write_pai_release, needs_shared_traces
 from tests.test_philly_ingest import GPU_HEADER, write_philly_release
 
 REAL_V2023 = SHARED_TRACES / "alibaba-gpu-v2023"
@@ -468,7 +468,7 @@ def test_philly_job_utilisation_joins_attempts_to_their_gpus(philly_home: Path) 
 
 
 # -- real files ---------------------------------------------------------------------------------
-@pytest.mark.skipif(not REAL_V2023.is_dir(), reason="../shared/traces is not beside the repo")
+@needs_shared_traces
 def test_real_v2023_capacity_by_model(tmp_path: Path) -> None:
     expected: Counter[str] = Counter()
     with open(REAL_V2023 / "openb_node_list_all_node.csv", newline="") as handle:
@@ -486,7 +486,7 @@ def test_real_v2023_capacity_by_model(tmp_path: Path) -> None:
     assert "allocated GPUs by hour of the week" in skipped(result)
 
 
-@pytest.mark.skipif(not REAL_PHILLY_MACHINES.is_file(), reason="../shared/traces is not beside the repo")
+@needs_shared_traces
 def test_real_philly_machine_list_capacity(tmp_path: Path) -> None:
     with open(REAL_PHILLY_MACHINES, newline="") as handle:
         reader = csv.reader(handle, skipinitialspace=True)

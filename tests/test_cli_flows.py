@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import SHARED_TRACES
+from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 REAL_SPEC = SHARED_TRACES / "alibaba-pai-v2020" / "pai_machine_spec.tar.gz"
 
@@ -38,7 +38,7 @@ def mirror(tmp_path: Path):
         server.server_close()
 
 
-@pytest.mark.skipif(not REAL_SPEC.exists(), reason="../shared/traces is not beside the repo")
+@needs_shared_traces
 def test_download_verify_then_ingest_the_real_machine_spec(cli, mirror, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("no_proxy", "*")
     folder, url = mirror

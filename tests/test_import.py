@@ -22,7 +22,7 @@ from ddlx.datasets import catalog
 from ddlx.datasets.imports import build_spec, import_dataset, parse_mapping
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import UnknownDatasetError
-from tests.conftest import SHARED_TRACES, write_pai_release
+from tests.conftest import SHARED_TRACES, write_pai_release, needs_shared_traces
 
 ITP_ARCHIVE = SHARED_TRACES / "itp-elasticflow" / "raw-traces.tar.gz"
 POLLUX = SHARED_TRACES / "philly" / "pollux_philly_jobs.csv"
@@ -39,7 +39,7 @@ def _rows(home: Path, sql: str) -> list[dict]:
 
 # -- real files ------------------------------------------------------------------------------
 
-@pytest.mark.skipif(not ITP_ARCHIVE.is_file(), reason="../shared/traces is not beside the repo")
+@needs_shared_traces
 def test_itp_preset_reads_every_cluster_of_the_real_archive(cli, home: Path) -> None:
     per_cluster: Counter[str] = Counter()
     gpu_seconds = 0.0
@@ -74,7 +74,7 @@ def test_itp_preset_reads_every_cluster_of_the_real_archive(cli, home: Path) -> 
     assert manifest["adapter_options"]["mapping"]["gpus"] == "num_gpu"
 
 
-@pytest.mark.skipif(not POLLUX.is_file(), reason="../shared/traces is not beside the repo")
+@needs_shared_traces
 def test_philly_derived_table_through_an_explicit_mapping(cli, home: Path) -> None:
     zone = "America/Los_Angeles"
     with open(POLLUX, newline="") as handle:

@@ -11,7 +11,7 @@ import pytest
 
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
-from tests.conftest import SHARED_TRACES
+from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 REAL_DIR = SHARED_TRACES / "alibaba-gpu-v2023"
 
@@ -228,7 +228,7 @@ def test_folder_without_pod_lists(cli, tmp_path: Path, home: Path) -> None:
 
 # -- the real trace ------------------------------------------------------------------------------
 
-real = pytest.mark.skipif(not REAL_DIR.is_dir(), reason="../shared/traces is not beside the repo")
+real = needs_shared_traces
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:

@@ -15,10 +15,10 @@ import pytest
 from ddlx.datasets import catalog, pai_schema
 from ddlx.datasets.ingest import ingest
 from ddlx.datasets.registry import PAI
-from tests.conftest import SHARED, SHARED_TRACES
+from tests.conftest import SHARED, SHARED_TRACES, needs_shared_traces
 
 PAI_DIR = SHARED_TRACES / "alibaba-pai-v2020"
-pytestmark = pytest.mark.skipif(not PAI_DIR.is_dir(), reason="../shared/traces is not beside the repo")
+pytestmark = needs_shared_traces
 
 
 def _published_sha256(table: str) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 from ddlx.datasets.synth_pai_v2023 import generate_pai_v2023
 
-from tests.conftest import SHARED_TRACES
+from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 SCALE = 1.0
 SEED = 11
@@ -39,7 +39,7 @@ HEADERS = {
 POD_FILES = [name for name in HEADERS if name.startswith("openb_pod_list")]
 TYPES = {"sn": pl.String, "model": pl.String, "name": pl.String, "gpu_spec": pl.String,
          "qos": pl.String, "pod_phase": pl.String}
-needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/traces is not beside the repo")
+needs_real = needs_shared_traces
 
 
 # ------------------------------------------------------------------------------- helpers
