@@ -207,8 +207,10 @@ def datasets_synth(
 
 
 from ddlx.cli.importing import datasets_import  # noqa: E402
+from ddlx.cli.simulate import simulate_command  # noqa: E402
 
 datasets_app.command("import")(datasets_import)
+app.command("simulate")(simulate_command)
 
 
 @app.command("sql")

@@ -1,0 +1,132 @@
+"""Trace-driven simulation of a GPU cluster: replay a trace's jobs under fifo, sjf-oracle,
+sjf-predicted or las, with or without backfilling, and compare JCT, queueing delay and utilisation.
+
+    from ddlx.simulate import simulate_trace
+    report = simulate_trace(home, "pai", ["fifo", "sjf-oracle"], gpus=None, backfill=True)
+    report.table(); report.to_json()
+
+Hand-made workloads: `workload_from_arrays(...)` then `simulate(workload, ["fifo"])`.
+See docs/simulate.md for the cluster model, each policy and every metric.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import polars as pl
+
+from ddlx.simulate.engine import Schedule, simulate_policy
+from ddlx.simulate.policies import LAS_THRESHOLDS_GPU_S, POLICIES, Policy, las_policy, resolve_policies
+from ddlx.simulate.results import (SIMULATION_DEFINITIONS, PolicyResult, SimulationReport, summarize,
+                                   write_json)
+from ddlx.simulate.workload import (EXCLUSION_REASONS, GPU_UNITS_PER_GPU, Capacity, SimulationError, Workload,
+                                    build_workload, load_workload, trace_capacity, workload_from_arrays)
+
+__all__ = [
+    "EXCLUSION_REASONS", "GPU_UNITS_PER_GPU", "LAS_THRESHOLDS_GPU_S", "POLICIES", "SIMULATION_DEFINITIONS",
+    "Capacity", "Policy", "PolicyResult", "Predictor", "Schedule", "SimulationError", "SimulationReport",
+    "Workload", "build_workload", "estimates_from_predictor", "las_policy", "load_workload", "resolve_policies",
+    "simulate", "simulate_policy", "simulate_trace", "summarize", "trace_capacity", "workload_from_arrays",
+    "write_json",
+]
+
+
+class Predictor(Protocol):
+    """What sjf-predicted needs of a predictor: `predict(jobs)` on canonical job rows returning a
+    frame with `job_id` and `pred_s` (predicted run time, seconds), and optionally `model_id`."""
+
+    def predict(self, jobs: pl.DataFrame) -> pl.DataFrame: ...
+
+
+def _as_policies(policies: list[str | Policy] | str | Policy,
+                 las_thresholds_gpu_s: tuple[float, ...] | None = None) -> list[Policy]:
+    items = [policies] if isinstance(policies, (str, Policy)) else list(policies)
+    chosen: list[Policy] = []
+    for item in items:
+        policy = item if isinstance(item, Policy) else resolve_policies([item], las_thresholds_gpu_s)[0]
+        if policy.name not in {p.name for p in chosen}:
+            chosen.append(policy)
+    if not chosen:
+        raise SimulationError(f"no policy given; expected one or more of {', '.join(POLICIES)}")
+    return chosen
+
+
+def simulate(workload: Workload, policies: list[str | Policy] | str | Policy, backfill: bool = True,
+             las_thresholds_gpu_s: tuple[float, ...] | None = None,
+             estimates: dict[str, Any] | None = None) -> SimulationReport:
+    """Run each policy on the same workload; a `SimulationReport` (metrics per policy).
+
+    `estimates` describes where `workload.estimate_s` came from (kept in the JSON)."""
+    chosen = _as_policies(policies, las_thresholds_gpu_s)
+    if any(p.needs_estimates for p in chosen) and workload.estimate_s is None:
+        raise SimulationError("sjf-predicted needs run-time estimates: a predictor (--predictor DIR) or an "
+                              "estimates column")
+    results = [summarize(workload, p, simulate_policy(workload, p, backfill)) for p in chosen]
+    return SimulationReport(workload, backfill, results, estimates)
+
+
+def estimates_from_predictor(predictor: Predictor, workload: Workload) -> tuple[np.ndarray, dict[str, Any]]:
+    """Predicted run times (seconds) of the workload's jobs from `predictor`, in the workload's
+    order, and a description of them (model ids, count). The workload must keep its canonical rows.
+
+    Predictions are matched to jobs by position when the predictor returns the rows in the order
+    given (same job ids), else by `job_id` (which must then be unique and present in both).
+    """
+    if workload.canonical is None:
+        raise SimulationError("the workload was loaded without its canonical rows; a predictor needs them")
+    jobs = workload.canonical
+    predictions = predictor.predict(jobs)
+    if not isinstance(predictions, pl.DataFrame) or not {"job_id", "pred_s"} <= set(predictions.columns):
+        raise SimulationError("the predictor's output must be a polars DataFrame with columns job_id and pred_s")
+    ids = jobs["job_id"].cast(pl.String)
+    returned = predictions["job_id"].cast(pl.String)
+    if predictions.height == jobs.height and ids.eq_missing(returned).all():
+        values = predictions["pred_s"]
+    else:
+        if ids.null_count() or ids.n_unique() != ids.len() or returned.n_unique() != returned.len():
+            raise SimulationError("the predictor returned its predictions in another order and the job ids are "
+                                  "missing or not unique, so they cannot be matched to the jobs")
+        matched = pl.DataFrame({"job_id": ids}).join(
+            predictions.select(pl.col("job_id").cast(pl.String), "pred_s"), on="job_id", how="left",
+            maintain_order="left")
+        values = matched["pred_s"]
+    estimates = values.cast(pl.Float64).fill_null(float("nan")).to_numpy().astype(np.float64)
+    missing = int(np.count_nonzero(~np.isfinite(estimates)))
+    if missing:
+        raise SimulationError(f"the predictor gave no usable prediction for {missing:,} of {jobs.height:,} jobs")
+    model_ids = (sorted(str(m) for m in predictions["model_id"].unique().drop_nulls().to_list())
+                 if "model_id" in predictions.columns else [])
+    return estimates, {"source": "predictor", "model_ids": model_ids, "jobs": int(jobs.height)}
+
+
+def simulate_trace(home: Path, trace: str, policies: list[str | Policy] | str | Policy, backfill: bool = True,
+                   gpus: float | None = None, limit: int | None = None, cluster: str | None = None,
+                   predictor: Predictor | None = None, las_thresholds_gpu_s: tuple[float, ...] | None = None,
+                   predictor_label: str | None = None) -> SimulationReport:
+    """Simulate a trace (or imported dataset) of the catalog of `home`.
+
+    Cluster size: `gpus` when given, else the catalog's (`trace_capacity`). `limit` keeps the first
+    jobs by submission; `cluster` restricts jobs and capacity to one cluster of the trace;
+    `predictor` gives the estimates of sjf-predicted (computed on the simulated jobs).
+    """
+    from ddlx.analysis.context import open_trace
+
+    chosen = _as_policies(policies, las_thresholds_gpu_s)
+    wants_estimates = any(p.needs_estimates for p in chosen)
+    if wants_estimates and predictor is None:
+        raise SimulationError("sjf-predicted needs run-time estimates: give a predictor (--predictor DIR)")
+    if gpus is not None and not gpus > 0:
+        raise SimulationError(f"cluster size must be above 0 GPUs, got {gpus:g}")
+    with open_trace(Path(home), trace) as ctx:
+        capacity = (Capacity(float(gpus), "given", "given by the user (--gpus)") if gpus is not None
+                    else trace_capacity(ctx, cluster))
+        workload = load_workload(ctx, capacity, limit=limit, cluster=cluster, keep_canonical=wants_estimates)
+    described = None
+    if wants_estimates and predictor is not None:
+        values, described = estimates_from_predictor(predictor, workload)
+        if predictor_label:
+            described["path"] = predictor_label
+        workload = workload.with_estimates(values)
+    return simulate(workload, chosen, backfill, estimates=described)

@@ -1,0 +1,329 @@
+"""The discrete-event engine: one GPU pool, jobs arriving at their submission times, a policy's
+order, optional backfilling, and (LAS) preemption.
+
+Cluster model: a single pool of `capacity` GPUs, counted in thousandths of a GPU; a job runs when
+its whole request fits in the free GPUs (no nodes, no placement, no fragmentation). A job runs for
+exactly its run time (its oracle duration); a preempted job resumes later where it stopped, with no
+restart overhead.
+
+Events happen at instants; at one instant the engine first ends the jobs that finish (and, for
+LAS, moves running jobs whose attained service crossed a threshold to the next queue), then admits
+the submissions, then runs one scheduling pass:
+
+- without backfilling, the waiting job first in the policy's order starts if it fits, then the
+  next, and so on; the first job that does not fit blocks every job behind it (head-of-line
+  blocking);
+- with backfilling (greedy, no reservation), when that job does not fit, the next jobs in order
+  that fit in the free GPUs start. This can delay the blocked job: GPUs freed later may be taken
+  by jobs behind it.
+
+Under LAS a waiting job of queue k may also take GPUs of running jobs in queues above k (lower
+priority): if the free GPUs plus those jobs' GPUs cover its request, running jobs are preempted
+from the lowest priority up (highest queue, latest submission first) until it fits; a victim whose
+GPUs turn out not to be needed (the job fits without them) is spared. Jobs of the same queue never
+preempt each other.
+
+Waiting jobs are held in one heap per distinct GPU request, keyed by priority, with a segment tree
+of the heap heads: finding the first job in order that fits in `g` free GPUs costs O(log sizes), so
+each event costs O(log n).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from heapq import heappop, heappush
+
+import numpy as np
+
+from ddlx.simulate.policies import Policy
+from ddlx.simulate.workload import GPU_UNITS_PER_GPU, SimulationError, Workload
+
+#: Key of an empty heap in the segment tree (above any job's key).
+_EMPTY = 1 << 62
+
+
+@dataclass
+class Schedule:
+    """What one policy did to one workload.
+
+    `first_start_s` and `end_s`: per job, seconds from the first submission (the workload's
+    origin); `busy_gpu_s`: GPU-seconds the pool was busy, integrated over time (sum over the
+    intervals between events of busy GPUs x length); `preemptions`: times a running job was
+    stopped; `preempted_jobs`: jobs stopped at least once.
+    """
+
+    policy: str
+    backfill: bool
+    first_start_s: np.ndarray
+    end_s: np.ndarray
+    busy_gpu_s: float
+    preemptions: int
+    preempted_jobs: int
+
+
+class _WaitingQueues:
+    """Waiting jobs: one min-heap of priority keys per distinct request size, and a segment tree
+    holding each heap's head encoded as `key << shift | size index`."""
+
+    def __init__(self, sizes: list[int]):
+        self.sizes = sizes
+        self.count = len(sizes)
+        self.shift = max(1, (self.count - 1).bit_length())
+        self.leaves = 1 << self.shift
+        self.mask = self.leaves - 1
+        self.tree = [_EMPTY] * (2 * self.leaves)
+        self.heaps: list[list[int]] = [[] for _ in sizes]
+
+    def push(self, size: int, key: int) -> None:
+        heap = self.heaps[size]
+        heappush(heap, key)
+        if heap[0] == key:
+            self._set(size, (key << self.shift) | size)
+
+    def pop(self, size: int) -> None:
+        heap = self.heaps[size]
+        heappop(heap)
+        self._set(size, (heap[0] << self.shift) | size if heap else _EMPTY)
+
+    def first(self) -> int:
+        """The encoded head of every waiting job (`_EMPTY` when none waits)."""
+        return self.tree[1]
+
+    def first_fitting(self, units: int) -> int:
+        """The encoded first job (in key order) asking for at most `units`; `_EMPTY` when none."""
+        prefix = bisect_right(self.sizes, units)
+        if prefix >= self.count:
+            return self.tree[1]
+        tree = self.tree
+        best = _EMPTY
+        low, high = self.leaves, self.leaves + prefix
+        while low < high:
+            if low & 1:
+                if tree[low] < best:
+                    best = tree[low]
+                low += 1
+            if high & 1:
+                high -= 1
+                if tree[high] < best:
+                    best = tree[high]
+            low >>= 1
+            high >>= 1
+        return best
+
+    def _set(self, size: int, value: int) -> None:
+        tree = self.tree
+        node = size + self.leaves
+        tree[node] = value
+        node >>= 1
+        while node:
+            left, right = tree[2 * node], tree[2 * node + 1]
+            smaller = left if left < right else right
+            if tree[node] == smaller:
+                break
+            tree[node] = smaller
+            node >>= 1
+
+
+def simulate_policy(workload: Workload, policy: Policy, backfill: bool = True) -> Schedule:
+    """Run `policy` on `workload` (with greedy backfilling when `backfill`): a `Schedule`."""
+    capacity = workload.capacity_units()
+    need = workload.gpu_units()
+    if capacity < 1:
+        raise SimulationError(f"cluster size must be at least 1/{GPU_UNITS_PER_GPU} GPU")
+    if int(need.max()) > capacity:
+        raise SimulationError("a job asks for more GPUs than the cluster has (the workload should have left it out)")
+    rank = policy.priority_rank(workload)
+    if policy.preemptive:
+        return _run_preemptive(workload, policy, need, capacity, rank, backfill)
+    return _run_non_preemptive(workload, policy, need, capacity, rank, backfill)
+
+
+def _setup(need: np.ndarray, rank: np.ndarray) -> tuple[_WaitingQueues, list[int], list[int]]:
+    sizes = np.unique(need)
+    size_of = np.searchsorted(sizes, need).tolist()
+    job_of_rank = np.argsort(rank, kind="stable").tolist()
+    return _WaitingQueues(sizes.tolist()), size_of, job_of_rank
+
+
+def _run_non_preemptive(workload: Workload, policy: Policy, need_units: np.ndarray, capacity: int,
+                        rank_array: np.ndarray, backfill: bool) -> Schedule:
+    """fifo and sjf: a job, once started, runs to its end."""
+    queues, size_of, job_of_rank = _setup(need_units, rank_array)
+    submit = workload.submit_s.tolist()
+    run = workload.run_s.tolist()
+    need = need_units.tolist()
+    rank = rank_array.tolist()
+    jobs = len(submit)
+    first_start = [0.0] * jobs
+    end = [0.0] * jobs
+    ending: list[tuple[float, int]] = []
+    shift, mask = queues.shift, queues.mask
+    push, pop, first, first_fitting = queues.push, queues.pop, queues.first, queues.first_fitting
+    free, busy_units, busy_integral, last_time = capacity, 0, 0.0, 0.0
+    arrived = 0
+    while arrived < jobs or ending:
+        next_arrival = submit[arrived] if arrived < jobs else float("inf")
+        now = ending[0][0] if ending and ending[0][0] < next_arrival else next_arrival
+        busy_integral += busy_units * (now - last_time)
+        last_time = now
+        while ending and ending[0][0] <= now:
+            job = heappop(ending)[1]
+            free += need[job]
+            busy_units -= need[job]
+        while arrived < jobs and submit[arrived] <= now:
+            push(size_of[arrived], rank[arrived])
+            arrived += 1
+        while True:
+            encoded = first_fitting(free) if backfill else first()
+            if encoded == _EMPTY:
+                break
+            size = encoded & mask
+            job = job_of_rank[encoded >> shift]
+            if need[job] > free:
+                break
+            pop(size)
+            free -= need[job]
+            busy_units += need[job]
+            first_start[job] = now
+            end[job] = now + run[job]
+            heappush(ending, (end[job], job))
+    if first() != _EMPTY:
+        raise RuntimeError("simulation ended with jobs still waiting")
+    return Schedule(policy.name, backfill, np.array(first_start), np.array(end),
+                    busy_integral / GPU_UNITS_PER_GPU, 0, 0)
+
+
+def _run_preemptive(workload: Workload, policy: Policy, need_units: np.ndarray, capacity: int,
+                    rank_array: np.ndarray, backfill: bool) -> Schedule:
+    """las: multi-level queues by attained GPU-seconds, preemption of lower-priority queues."""
+    queues, size_of, job_of_rank = _setup(need_units, rank_array)
+    submit = workload.submit_s.tolist()
+    run = workload.run_s.tolist()
+    need = need_units.tolist()
+    rank = rank_array.tolist()
+    jobs = len(submit)
+    stride = jobs  # key = queue * stride + rank: a lower queue always sorts first
+    # Thresholds in GPU-units x seconds: a job of g units crosses threshold T after T / g seconds of running.
+    threshold_units = [t * GPU_UNITS_PER_GPU for t in policy.thresholds_gpu_s]
+    top_queue = len(threshold_units)
+    queue_of = [0] * jobs
+    executed = [0.0] * jobs  # seconds run so far, up to the start of the current run
+    run_since = [0.0] * jobs  # when the current run started
+    version = [0] * jobs  # bumped at each preemption: older events of the job are stale
+    running = [False] * jobs
+    preempted = [False] * jobs
+    first_start = [-1.0] * jobs
+    end = [0.0] * jobs
+    running_units = [0] * (top_queue + 1)  # GPUs held by running jobs, per queue
+    events: list[tuple[float, int, int, int]] = []  # (time, 0 end | 1 next queue, job, version)
+    victims_heap: list[tuple[int, int, int]] = []  # (-key, job, version): lowest priority on top
+    shift, mask = queues.shift, queues.mask
+    push, pop, first, first_fitting = queues.push, queues.pop, queues.first, queues.first_fitting
+    free, busy_units, busy_integral, last_time = capacity, 0, 0.0, 0.0
+    preemptions = 0
+
+    def plan_next_event(job: int, now: float) -> None:
+        queue = queue_of[job]
+        if queue < top_queue:
+            boundary = threshold_units[queue] / need[job]
+            if boundary < run[job]:
+                heappush(events, (now + max(0.0, boundary - executed[job]), 1, job, version[job]))
+                return
+        heappush(events, (now + (run[job] - executed[job]), 0, job, version[job]))
+
+    def start(job: int, now: float) -> None:
+        nonlocal free, busy_units
+        free -= need[job]
+        busy_units += need[job]
+        if first_start[job] < 0:
+            first_start[job] = now
+        run_since[job] = now
+        running[job] = True
+        queue = queue_of[job]
+        running_units[queue] += need[job]
+        heappush(victims_heap, (-(queue * stride + rank[job]), job, version[job]))
+        plan_next_event(job, now)
+
+    def make_room(units: int, now: float) -> None:
+        """Preempt running jobs of lower-priority queues, lowest first, until `units` are free."""
+        nonlocal free, busy_units, preemptions
+        chosen: list[int] = []
+        freed = free
+        while freed < units:
+            negative_key, job, job_version = heappop(victims_heap)
+            if (not running[job] or job_version != version[job]
+                    or -negative_key != queue_of[job] * stride + rank[job]):
+                continue  # stale entry
+            chosen.append(job)
+            freed += need[job]
+        spare = freed - units
+        for job in reversed(chosen[:-1]):  # higher priority first; the last one chosen is needed
+            if need[job] <= spare:
+                spare -= need[job]
+                heappush(victims_heap, (-(queue_of[job] * stride + rank[job]), job, version[job]))
+                chosen.remove(job)
+        for job in chosen:
+            executed[job] += now - run_since[job]
+            version[job] += 1
+            running[job] = False
+            preempted[job] = True
+            preemptions += 1
+            free += need[job]
+            busy_units -= need[job]
+            running_units[queue_of[job]] -= need[job]
+            push(size_of[job], queue_of[job] * stride + rank[job])
+
+    arrived = 0
+    while arrived < jobs or events:
+        next_arrival = submit[arrived] if arrived < jobs else float("inf")
+        now = events[0][0] if events and events[0][0] < next_arrival else next_arrival
+        busy_integral += busy_units * (now - last_time)
+        last_time = now
+        while events and events[0][0] <= now:
+            _, kind, job, job_version = heappop(events)
+            if job_version != version[job]:
+                continue  # the job was preempted after this event was planned
+            queue = queue_of[job]
+            if kind == 0:
+                running[job] = False
+                executed[job] = run[job]
+                end[job] = now
+                free += need[job]
+                busy_units -= need[job]
+                running_units[queue] -= need[job]
+            else:
+                executed[job] += now - run_since[job]
+                run_since[job] = now
+                queue_of[job] = queue + 1
+                running_units[queue] -= need[job]
+                running_units[queue + 1] += need[job]
+                heappush(victims_heap, (-((queue + 1) * stride + rank[job]), job, version[job]))
+                plan_next_event(job, now)
+        while arrived < jobs and submit[arrived] <= now:
+            push(size_of[arrived], rank[arrived])
+            arrived += 1
+        level = 0
+        while True:
+            if backfill:
+                encoded = first_fitting(free + sum(running_units[level + 1:]))
+            else:
+                encoded = first()
+            if encoded == _EMPTY:
+                break
+            key = encoded >> shift
+            queue = key // stride
+            if backfill and queue > level:
+                level = queue  # nothing of the queues before fits: look at this queue's jobs
+                continue
+            job = job_of_rank[key - queue * stride]
+            if need[job] > free + sum(running_units[queue + 1:]):
+                break  # without backfilling: the first job in order waits, and so does every other
+            pop(encoded & mask)
+            if need[job] > free:
+                make_room(need[job], now)
+            start(job, now)
+    if first() != _EMPTY:
+        raise RuntimeError("simulation ended with jobs still waiting")
+    return Schedule(policy.name, backfill, np.array(first_start), np.array(end),
+                    busy_integral / GPU_UNITS_PER_GPU, preemptions, sum(preempted))
