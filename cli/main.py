@@ -207,10 +207,12 @@ def datasets_synth(
 
 
 from ddlx.cli.importing import datasets_import  # noqa: E402
+from ddlx.cli.report import report_app  # noqa: E402
 from ddlx.cli.simulate import simulate_command  # noqa: E402
 
 datasets_app.command("import")(datasets_import)
 app.command("simulate")(simulate_command)
+app.add_typer(report_app, name="report")
 
 
 @app.command("sql")
@@ -331,6 +333,7 @@ def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str]
 
 def _render(result: Any, out: Path) -> None:
     """Print one line per finding (and what did not apply), then write the results folder."""
+    from ddlx.reports.render import write_report
     from ddlx.reports.results import write_results
     from ddlx.reports.text import format_findings
 
@@ -339,7 +342,9 @@ def _render(result: Any, out: Path) -> None:
         typer.echo(f"*** {banner} ***")
     typer.echo(format_findings(result))
     written = write_results(result, out)
+    report = write_report(result, out)
     typer.echo(f"\nresults: {out} ({len(written)} files; definitions of every number in summary.json)")
+    typer.echo(f"report: {report}")
     if banner:
         typer.echo(f"*** {banner} ***")
 

@@ -1,0 +1,198 @@
+"""Charts of a report: thinning long series for drawing, and a report chart as a plotly figure.
+
+A report holds each chart as data (`ddlx.reports.report.Chart`); this module turns one into a
+plotly figure (a JSON-ready dict) and serialises it so it can sit inside an HTML `<script>` block.
+Every string that reaches plotly is HTML-escaped first: plotly reads a few tags (`<b>`, `<br>`,
+`<a>`) in its text, and a user or VC name must be shown as written, never as markup.
+
+Downsampling keeps the drawn shape of a series while bounding its points: a CDF keeps evenly
+spaced probabilities (at most `MAX_CDF_POINTS`), a time series keeps the smallest and largest
+value of each of `MAX_LINE_POINTS / 2` buckets, so peaks survive. Tables are never thinned.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ddlx.reports.report import Chart
+
+#: Points kept per series of a cumulative distribution.
+MAX_CDF_POINTS = 1000
+#: Points kept per series of a line or time series (min and max of MAX_LINE_POINTS / 2 buckets).
+MAX_LINE_POINTS = 2000
+#: Points kept over all the line series of one chart (shared between them, each keeping at least
+#: MIN_LINE_POINTS): every drawn point costs page-load time.
+MAX_CHART_POINTS = 4000
+MIN_LINE_POINTS = 300
+
+#: Colours of the series, in order (colour-blind-safe palette of Okabe and Ito, then greys).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
+           "#7f7f7f", "#b15928", "#6a3d9a", "#b2df8a")
+
+#: Layout shared by every figure (sent once per page and merged in the browser).
+BASE_LAYOUT: dict[str, Any] = {
+    "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12, "color": "#222"},
+    "paper_bgcolor": "#ffffff",
+    "plot_bgcolor": "#ffffff",
+    "colorway": list(PALETTE),
+    "margin": {"l": 80, "r": 24, "t": 24, "b": 64},
+    "hovermode": "closest",
+    "legend": {"orientation": "h", "x": 0, "y": 1.02, "xanchor": "left", "yanchor": "bottom"},
+    # Fixed margins and tick labels allowed to overflow: plotly's automatic margins and overflow
+    # checks measure every label again and again, which was most of the time spent drawing.
+    "xaxis": {"gridcolor": "#e6e6e6", "zeroline": False, "automargin": False, "ticklabeloverflow": "allow"},
+    "yaxis": {"gridcolor": "#e6e6e6", "zeroline": False, "automargin": False, "ticklabeloverflow": "allow"},
+}
+
+#: Options of `Plotly.newPlot` for every chart: no link to plotly's cloud, no logo.
+PLOT_CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True, "showLink": False,
+                               "modeBarButtonsToRemove": ["sendDataToCloud", "select2d", "lasso2d"]}
+
+
+def thin_cdf(x: Sequence[Any], p: Sequence[Any], max_points: int = MAX_CDF_POINTS) -> tuple[list[Any], list[Any]]:
+    """At most `max_points` points of a CDF (`x` values at probabilities `p`), evenly spread over
+    its rows and always keeping the first and last."""
+    n = len(x)
+    if n <= max_points:
+        return list(x), list(p)
+    keep = np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
+    return [x[i] for i in keep], [p[i] for i in keep]
+
+
+def drop_flat_runs(x: Sequence[Any], y: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """The series without the inside points of runs of equal `y` (first and last of each run
+    kept): a straight line through the remaining points is the same line."""
+    n = len(x)
+    if n <= 2:
+        return list(x), list(y)
+    keep = [i for i in range(n) if i in (0, n - 1) or not (y[i] == y[i - 1] and y[i] == y[i + 1])]
+    return [x[i] for i in keep], [y[i] for i in keep]
+
+
+def min_max_decimate(x: Sequence[Any], y: Sequence[Any],
+                     max_points: int = MAX_LINE_POINTS) -> tuple[list[Any], list[Any]]:
+    """At most `max_points` points of a series ordered by `x`: in each of `max_points // 2`
+    consecutive buckets of rows, the rows holding the smallest and the largest `y` (in x order).
+    Missing values (None) stay as gaps: a bucket with one keeps one of them."""
+    n = len(x)
+    if n <= max_points:
+        return list(x), list(y)
+    values = np.array([np.nan if v is None else float(v) for v in y])
+    buckets = max(1, max_points // 2)
+    edges = np.linspace(0, n, buckets + 1).round().astype(np.int64)
+    keep: list[int] = []
+    for start, stop in zip(edges[:-1], edges[1:]):
+        if stop <= start:
+            continue
+        chunk = values[start:stop]
+        if np.all(np.isnan(chunk)):
+            keep.append(int(start))
+            continue
+        low, high = int(np.nanargmin(chunk)) + start, int(np.nanargmax(chunk)) + start
+        keep.extend(sorted({low, high}))
+    return [x[i] for i in keep], [y[i] for i in keep]
+
+
+def text(value: Any) -> Any:
+    """A value as plotly must receive it: strings HTML-escaped (shown as written, never read as
+    plotly's pseudo-HTML), everything else unchanged."""
+    return html.escape(value, quote=False) if isinstance(value, str) else value
+
+
+def _texts(values: Sequence[Any]) -> list[Any]:
+    return [text(v) for v in values]
+
+
+def figure(chart: "Chart") -> dict[str, Any]:
+    """The plotly figure of `chart` as a JSON-ready dict (`data` and `layout`; the shared
+    `BASE_LAYOUT` is merged in by the page)."""
+    import plotly.graph_objects as go
+
+    bar = chart.kind in ("bar", "stack")
+    traces = []
+    for index, series in enumerate(chart.series):
+        colour = PALETTE[(series.colour if series.colour is not None else index) % len(PALETTE)]
+        common = {"x": _texts(series.x), "y": _texts(series.y), "name": text(series.name),
+                  "legendgroup": text(series.legend_group or series.name)}
+        if bar:
+            traces.append(go.Bar(marker={"color": colour}, **common))
+        else:
+            line = {"color": colour, "width": 1.8, "dash": "dash" if series.dashed else "solid"}
+            if chart.kind == "cdf":
+                line["shape"] = "hv"
+            mode = "lines+markers" if series.rows <= 30 and chart.kind != "time" else "lines"
+            traces.append(go.Scatter(mode=mode, line=line, marker={"size": 5}, connectgaps=False, **common))
+    x_axis: dict[str, Any] = {"title": {"text": text(chart.x_title)}}
+    y_axis: dict[str, Any] = {"title": {"text": text(chart.y_title)}}
+    if chart.x_log:
+        x_axis["type"] = "log"
+    elif chart.x_type:
+        x_axis["type"] = chart.x_type
+    margin_bottom = None
+    if chart.x_categories:
+        x_axis.update(type="category", categoryorder="array", categoryarray=_texts(chart.x_categories))
+        longest = min(30, max(len(str(c)) for c in chart.x_categories))
+        if longest > 8 or len(chart.x_categories) > 12:
+            x_axis["tickangle"] = -90
+            margin_bottom = 56 + int(6.5 * longest)
+    if chart.y_log:
+        y_axis["type"] = "log"
+    if chart.y_percent:
+        y_axis.update(tickformat=".0%", hoverformat=".2%")
+    if chart.x_percent:
+        x_axis.update(tickformat=".0%", hoverformat=".2%")
+    layout: dict[str, Any] = {"xaxis": x_axis, "yaxis": y_axis, "showlegend": len(chart.series) > 1,
+                              "height": 380 if len(chart.series) <= 8 else 440}
+    if margin_bottom:
+        layout["margin"] = {**BASE_LAYOUT["margin"], "b": margin_bottom}
+    if bar:
+        layout["barmode"] = "stack" if chart.kind == "stack" else "group"
+    built = go.Figure(data=traces, layout=layout).to_plotly_json()
+    built["layout"].pop("template", None)  # the page supplies one shared template (BASE_LAYOUT)
+    return built
+
+
+def script_json(value: Any) -> str:
+    """`value` as JSON that is safe inside an HTML `<script>` element: `<`, `>` and `&` (so no
+    `</script>` or `<!--` can appear) and the line separators U+2028/U+2029 are written as
+    `\\u` escapes, which JSON.parse reads back as the same characters. NaN and infinities are
+    refused rather than written as invalid JSON."""
+    encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default)
+    return (encoded.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def figure_json(chart: "Chart") -> str:
+    """The plotly figure of `chart`, serialised by `script_json`."""
+    return script_json(figure(chart))
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    """The plotly.js bundle shipped with the plotly package (inlined once per report)."""
+    from plotly.offline import get_plotlyjs
+
+    bundle = get_plotlyjs()
+    if "</script" in bundle.lower() or "<!--" in bundle:
+        raise RuntimeError("plotly.js contains '</script' or '<!--' and cannot be inlined as is")
+    return bundle
+
+
+def plotly_version() -> str:
+    import plotly
+
+    return str(plotly.__version__)

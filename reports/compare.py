@@ -1,0 +1,96 @@
+"""The compare report: the same analysis on several traces, side by side in one report.
+
+`run_compare` runs the analysis modules on each named trace or dataset of the catalog (a
+registered trace that is not ingested uses its SYNTHETIC sample, as `ddlx analyze <trace>-trace`
+does), writes each trace's results folder under the output folder (`<out>/<trace>/`) and the
+report beside them (`<out>/report.html`, `report.md`, `report.json`).
+
+In the report, headline numbers are aligned by finding and definition, one column per trace; a
+trace without a number says why (module not run, or not computed: see what did not apply).
+Charts draw one series per trace where a table has a population every trace shares (all jobs,
+all users, ...), and name the traces lacking the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ddlx.analysis.model import AnalysisResult
+from ddlx.errors import CatalogError, DdlxError
+from ddlx.reports.report import Report, TraceInput, assemble
+
+
+class CompareError(DdlxError):
+    """A compare request that cannot be run (fewer than two traces, a trace named twice)."""
+
+
+def check_names(names: Sequence[str]) -> list[str]:
+    """The names to compare, as given; `CompareError` unless there are two or more, each once.
+    `pai-trace` is read as `pai` (the name `ddlx analyze` uses)."""
+    from ddlx.datasets.registry import TRACES
+
+    cleaned = [n[: -len("-trace")] if n.endswith("-trace") and n[: -len("-trace")] in TRACES else n for n in names]
+    if len(cleaned) < 2:
+        raise CompareError("compare needs two or more traces or datasets, e.g. `ddlx report compare pai philly`")
+    repeated = sorted({n for n in cleaned if cleaned.count(n) > 1})
+    if repeated:
+        raise CompareError(f"'{repeated[0]}' is named twice; name each trace once")
+    return cleaned
+
+
+def analysis_home(home: Path, name: str, use_sample: bool = False,
+                  progress: Callable[[str], None] | None = None) -> Path:
+    """The data home to analyse `name` in: `home` when its jobs are in that catalog, else (and with
+    `use_sample`) the SYNTHETIC sample of a registered trace, generated on first use."""
+    from ddlx.datasets.canonical import jobs_table_name
+    from ddlx.datasets.catalog import read_registrations
+    from ddlx.datasets.registry import TRACES
+    from ddlx.datasets.synthetic import ensure_sample, sample_scale
+
+    registration = read_registrations(home).get(name)
+    ingested = registration is not None and jobs_table_name(name) in registration.tables
+    if ingested and not use_sample:
+        return home
+    if name not in TRACES:
+        if use_sample:
+            raise CatalogError(f"'{name}' is not a registered trace, so it has no SYNTHETIC sample; "
+                               f"drop --synthetic to use the dataset in {home}")
+        raise CatalogError(f"no jobs of '{name}' in {home}; expected a trace ({', '.join(TRACES)}) or a "
+                           f"dataset of the catalog (ddlx datasets import NAME --from FILE)")
+    if progress:
+        reason = "--synthetic" if ingested else f"no {name} jobs ingested in {home}"
+        progress(f"{name}: {reason}: using a SYNTHETIC sample from ddlx's generator (scale {sample_scale(name)}).")
+    return ensure_sample(home, name, progress=progress)
+
+
+def build_compare_report(results: Sequence[AnalysisResult], title: str | None = None) -> Report:
+    """The report of several traces side by side; each trace's results folder is `<trace>/`
+    beside the report."""
+    inputs = [TraceInput(result, f"{result.trace}/") for result in results]
+    return assemble(inputs, compare=True, title=title)
+
+
+def default_out_dir(names: Sequence[str]) -> Path:
+    return Path("ddlx-results") / ("compare-" + "-".join(names))
+
+
+def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
+                modules: Sequence[str] | None = None, use_sample: bool = False,
+                options: dict[str, Any] | None = None,
+                progress: Callable[[str], None] | None = None) -> tuple[Path, Report]:
+    """Analyse each of `names`, write their results folders and the compare report into `out_dir`;
+    returns the path of `report.html` and the report."""
+    from ddlx.analysis.runner import run_analysis
+    from ddlx.reports.render import write_report_files
+    from ddlx.reports.results import write_results
+
+    names = check_names(names)
+    out_dir = Path(out_dir) if out_dir is not None else default_out_dir(names)
+    homes = {name: analysis_home(Path(home), name, use_sample, progress) for name in names}
+    results = [run_analysis(homes[name], name, modules, progress=progress, options=options) for name in names]
+    for result in results:
+        write_results(result, out_dir / result.trace)
+    report = build_compare_report(results)
+    return write_report_files(report, out_dir), report

@@ -1,0 +1,194 @@
+"""Reports opened in a real browser (headless Chromium from `file://`): every chart drawn as SVG with
+data, no console error, no request but the file itself, and names from a trace shown as text with
+no script run. A screenshot of each page is saved under the test's tmp_path (its path printed).
+
+These tests need /usr/bin/chromium (Debian package `chromium`) and the `playwright` package; they
+skip without them unless DDLX_REQUIRE_BROWSER=1 (CI), where they fail instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ddlx.analysis.runner import run_analysis
+from ddlx.datasets.synthetic import ensure_sample
+from ddlx.reports.compare import build_compare_report
+from ddlx.reports.render import write_report, write_report_files
+from ddlx.reports.report import build_report
+from tests.test_report_model import import_lab
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+XSS_USER = "<script>alert(1)</script>"
+XSS_VC = '"><img src=x onerror=alert(1)>'
+#: Tries to close the JSON <script> block a chart's data sits in, and to run a script of its own.
+BREAKOUT = "</script><script>window.__xss=1</script><!--"
+AMPERSAND = "R&D &amp; co"  # shown as written, not read as an entity
+
+
+def _missing_browser() -> str | None:
+    if not CHROMIUM.is_file():
+        return f"{CHROMIUM} is missing (apt-get install -y chromium)"
+    if importlib.util.find_spec("playwright") is None:
+        return "the playwright package is missing (pip install playwright; never `playwright install`)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    missing = _missing_browser()
+    if missing:
+        if os.environ.get("DDLX_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"DDLX_REQUIRE_BROWSER=1 but {missing}")
+        pytest.skip(f"browser tests need Chromium and playwright: {missing}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+class Visit:
+    """A report page opened from file://, with everything the page logged, asked for or showed."""
+
+    def __init__(self, browser: Any, path: Path, screenshot: Path) -> None:
+        self.url = path.resolve().as_uri()
+        self.console: list[tuple[str, str]] = []
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = self.context.new_page()
+        page.on("console", lambda message: self.console.append((message.type, message.text)))
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("dialog", self._dialog)
+        page.goto(self.url, wait_until="load")
+        page.wait_for_function("window.ddlxChartsDone === true", timeout=30_000)
+        self.page = page
+        page.screenshot(path=str(screenshot), full_page=True)
+        print(f"screenshot: {screenshot}")
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def close(self) -> None:
+        self.context.close()
+
+    def plots(self) -> list[dict[str, Any]]:
+        """Per plot element: its figure id, SVG layers and drawn marks (line paths, bars, points)."""
+        return self.page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => ({
+            id: el.closest('figure').id,
+            svgs: el.querySelectorAll('svg.main-svg').length,
+            lines: el.querySelectorAll('g.scatterlayer g.trace path.js-line').length,
+            bars: el.querySelectorAll('g.barlayer g.trace g.point path').length,
+            points: el.querySelectorAll('g.scatterlayer g.trace g.points path.point').length,
+            traces: el.data.length,
+        }))""")
+
+    def assert_clean(self) -> None:
+        errors = [text for kind, text in self.console if kind == "error" or "Content Security" in text]
+        assert not errors and not self.errors, (errors, self.errors)
+        assert set(self.requests) == {self.url}, self.requests
+        assert not self.dialogs, self.dialogs
+
+
+def _assert_every_chart_drawn(visit: Visit, chart_ids: list[str]) -> None:
+    plots = visit.plots()
+    assert [p["id"] for p in plots] == chart_ids
+    for plot in plots:
+        assert plot["svgs"] >= 1, plot
+        assert plot["lines"] + plot["bars"] + plot["points"] >= 1, plot
+    body = visit.page.locator("body")
+    assert body.get_attribute("data-charts-drawn") == str(len(chart_ids))
+    assert body.get_attribute("data-charts-failed") == "0"
+
+
+@pytest.fixture(scope="module")
+def pai_sample(tmp_path_factory: pytest.TempPathFactory):
+    base = tmp_path_factory.mktemp("pai-sample")
+    home = ensure_sample(base / "home", "pai")
+    return run_analysis(home, "pai")
+
+
+def test_trace_report_draws_every_chart_offline(browser, pai_sample, tmp_path: Path) -> None:
+    path = write_report(pai_sample, tmp_path / "pai")
+    report = build_report(pai_sample)
+    assert len(report.charts) >= 30
+    visit = Visit(browser, path, tmp_path / "pai-report.png")
+    try:
+        visit.assert_clean()
+        _assert_every_chart_drawn(visit, [c.id for c in report.charts])
+        banner = visit.page.locator("#synthetic-banner")
+        assert banner.is_visible() and "SYNTHETIC" in banner.inner_text()
+        visit.page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        assert banner.is_visible()  # it stays on screen while scrolling
+        for section in ("overview", "utilization", "queueing", "failures", "sharing", "durations", "users",
+                        "time_patterns", "data-quality", "about"):
+            assert visit.page.locator(f"section#{section} h2").count() == 1
+        jobs = visit.page.locator("#headline tbody tr").first.locator("td").nth(1)
+        finding = next(f for f in pai_sample.module("overview").findings if f.name == "jobs")
+        assert jobs.inner_text() == f"{finding.value:,}"
+        query = visit.page.locator("#chart-queueing-by-gpu-bucket details.query")
+        query.locator("summary").click()
+        assert "FROM read_parquet('queueing/by_gpu_bucket.parquet')" in query.locator("pre").inner_text()
+    finally:
+        visit.close()
+
+
+def test_compare_report_draws_every_chart(browser, pai_sample, tmp_path: Path) -> None:
+    home = import_lab(tmp_path / "lab", "lab", ["ana", "bo", "cy"], ["vA", "vB"])
+    lab = run_analysis(home, "lab")
+    report = build_compare_report([pai_sample, lab])
+    path = write_report_files(report, tmp_path / "compare")
+    visit = Visit(browser, path, tmp_path / "compare-report.png")
+    try:
+        visit.assert_clean()
+        _assert_every_chart_drawn(visit, [c.id for c in report.charts])
+        header = visit.page.locator("#headline thead th").all_inner_texts()
+        assert header[1].split() == ["pai", "SYNTHETIC"] and header[2] == "lab"
+        assert "(pai)" in visit.page.locator("#synthetic-banner").inner_text()
+        waits = next(p for p in visit.plots() if p["id"] == "chart-queueing-waits-over-thresholds")
+        assert waits["traces"] == 2
+    finally:
+        visit.close()
+
+
+def test_names_from_a_trace_are_shown_as_text_and_run_nothing(browser, tmp_path: Path) -> None:
+    home = import_lab(tmp_path / "xss", "xss", [XSS_USER, XSS_VC, AMPERSAND], [XSS_VC, XSS_USER, BREAKOUT])
+    result = run_analysis(home, "xss")
+    path = write_report(result, tmp_path / "xss-results")
+    html = path.read_text()
+    assert XSS_USER not in html and XSS_VC not in html and BREAKOUT not in html
+    visit = Visit(browser, path, tmp_path / "xss-report.png")
+    try:
+        visit.assert_clean()  # no dialog opened, no request for "x"
+        page = visit.page
+        assert page.evaluate("window.__xss === undefined")
+        assert page.locator("img").count() == 0
+        users = page.locator("#table-users-top-users tbody tr td:nth-child(2)").all_text_contents()
+        assert sorted(users) == sorted([XSS_USER, XSS_VC, AMPERSAND])
+        ticks = page.locator("#chart-users-top-users .xaxislayer-above .xtick text").all_text_contents()
+        assert sorted(ticks) == sorted([XSS_USER, XSS_VC, AMPERSAND])  # plotly shows them as written
+        legend = page.locator("#chart-queueing-cdf-by-vc .legendtext").all_text_contents()
+        for name in (XSS_VC, XSS_USER, BREAKOUT):
+            assert any(name in text for text in legend), (name, legend)
+        page.locator("#chart-users-top-users .js-plotly-plot").hover()
+        page.mouse.move(300, 300)
+        assert not visit.dialogs and page.evaluate("window.__xss === undefined")
+        _assert_every_chart_drawn(visit, [c.id for c in build_report(result).charts])
+    finally:
+        visit.close()

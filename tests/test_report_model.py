@@ -1,0 +1,288 @@
+"""The report object (`ddlx.reports.report`, `ddlx.reports.compare`): sections, headline numbers,
+charts as data and the query behind each, tables kept exact while long series are thinned,
+what did not apply, provenance and data quality; the compare report's alignment.
+
+Data: a 30-job table imported with `datasets import` (rows made by `lab_csv` below), the 5-job
+hand-built PAI release of conftest (real, not synthetic: it has a validation report and input
+checksums), and hand-made result tables for thinning.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from ddlx.analysis.definitions import registry
+from ddlx.analysis.model import AnalysisResult, ModuleResult, ResultTable
+from ddlx.analysis.runner import run_analysis
+from ddlx.datasets.catalog import read_registrations
+from ddlx.datasets.imports import import_dataset
+from ddlx.datasets.ingest import ingest
+from ddlx.errors import CatalogError
+from ddlx.reports import charts
+from ddlx.reports.compare import CompareError, analysis_home, build_compare_report, check_names
+from ddlx.reports.report import MODULE_SECTIONS, build_report
+from ddlx.reports.results import write_results
+from tests.conftest import write_pai_release
+
+LAB_MAPPING = "job_id=job_id,user=user,vc=vc,gpus=gpus,state=state,submit=submit,start=start,end=end"
+START = 1704067200  # 2024-01-01 00:00:00 UTC
+GPUS = (0.5, 1, 2, 4, 8, 1)
+STATES = ("COMPLETED", "FAILED", "CANCELLED", "COMPLETED", "RUNNING", "COMPLETED")
+
+
+def lab_csv(users: list[str], vcs: list[str], jobs: int = 30) -> str:
+    """`jobs` jobs, one every 1.5 h from 2024-01-01 UTC; job i: user i mod len(users), vc i mod
+    len(vcs), GPUs GPUS[i mod 6], state STATES[i mod 6]; queued 10 + 60 (i mod 4) s, running
+    600 (1 + i mod 7) s; RUNNING jobs have no end."""
+    lines = ["job_id,user,vc,gpus,state,submit,start,end"]
+    for i in range(jobs):
+        submit = START + i * 5400
+        start = submit + 10 + 60 * (i % 4)
+        state = STATES[i % 6]
+        end = "" if state == "RUNNING" else str(start + 600 * (1 + i % 7))
+        user, vc = users[i % len(users)], vcs[i % len(vcs)]
+        quoted = ['"' + v.replace('"', '""') + '"' for v in (user, vc)]
+        lines.append(f"j{i},{quoted[0]},{quoted[1]},{GPUS[i % 6]},{state},{submit},{start},{end}")
+    return "\n".join(lines) + "\n"
+
+
+def import_lab(base: Path, name: str, users: list[str], vcs: list[str], home: Path | None = None) -> Path:
+    """Import `lab_csv(users, vcs)` as dataset `name`; returns the data home."""
+    home = home or base / "home"
+    base.mkdir(parents=True, exist_ok=True)
+    (base / f"{name}.csv").write_text(lab_csv(users, vcs))
+    import_dataset(name, base / f"{name}.csv", home, mapping=LAB_MAPPING, tz="Europe/Berlin")
+    return home
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> AnalysisResult:
+    base = tmp_path_factory.mktemp("lab")
+    home = import_lab(base, "lab", ["ana", "bo", "cy", "dee"], ["vA", "vB", "vC"])
+    return run_analysis(home, "lab")
+
+
+@pytest.fixture(scope="module")
+def pai_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("pai")
+    ingest("pai", write_pai_release(base / "release"), base / "home")
+    return base / "home"
+
+
+@pytest.fixture(scope="module")
+def pai(pai_home: Path) -> AnalysisResult:
+    return run_analysis(pai_home, "pai")
+
+
+def test_sections_follow_the_modules_and_each_ran(lab: AnalysisResult) -> None:
+    report = build_report(lab)
+    assert [s.id for s in report.sections] == [m for m, _, _ in MODULE_SECTIONS]
+    assert [s.title for s in report.sections][4] == "GPU sharing"
+    for section in report.sections:
+        assert section.ran == ["lab"] and section.not_run == []
+        found = lab.module(section.id)
+        assert [r.name for r in section.numbers] == [f.name for f in found.findings]
+    assert report.kind == "trace" and not report.synthetic and report.trace_names == ["lab"]
+
+
+def test_headline_is_the_overview_findings_with_units_and_definitions(lab: AnalysisResult) -> None:
+    report = build_report(lab)
+    findings = lab.module("overview").findings
+    assert [(r.name, r.unit, r.definition) for r in report.headline] == [
+        (f.name, f.unit, f.definition) for f in findings]
+    jobs = next(r for r in report.headline if r.name == "jobs")
+    assert jobs.cells[0].value == 30 and jobs.cells[0].display == "30 jobs"
+    share = next(r for r in report.headline if r.unit == "fraction")
+    finding = next(f for f in findings if f.name == share.name)
+    assert share.cells[0].value == finding.value and share.cells[0].display == f"{finding.value * 100:.4g}%"
+
+
+def test_every_chart_says_what_it_shows_with_units_definitions_and_source(lab: AnalysisResult) -> None:
+    report = build_report(lab)
+    known = registry()
+    assert len(report.charts) >= 12
+    assert len({c.id for c in report.charts}) == len(report.charts)
+    for chart in report.charts:
+        assert chart.title and chart.x_title and chart.y_title, chart.id
+        assert "(" in chart.x_title or chart.kind in ("bar", "stack", "time") or chart.x_categories, chart.title
+        assert chart.definitions and all(d in known for d in chart.definitions), chart.id
+        assert {d for s in chart.sources for d in s.definitions} >= set(chart.definitions[:1])
+        assert chart.sources and all(s.file == f"{s.module}/{s.table}.parquet" for s in chart.sources)
+        assert chart.query.startswith("SELECT ") and chart.sources[0].file in chart.query
+        assert chart.series and all(len(s.x) == len(s.y) > 0 for s in chart.series)
+        assert set(chart.definitions) <= set(report.definition_map)
+
+
+def test_chart_queries_return_the_rows_drawn(lab: AnalysisResult, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    write_results(lab, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    report = build_report(lab)
+    for chart in report.charts:
+        rows = duckdb.sql(chart.query).pl()
+        assert rows.height >= chart.rows_behind, chart.id
+        measures = [c for c in rows.columns if c in {"job_share", "p50_s", "share_of_started", "gpu_hours_share"}]
+        if chart.kind in ("bar",) and len(chart.series) == 1 and measures:
+            assert chart.series[0].y == rows[measures[0]].to_list(), chart.id
+    by_bucket = next(c for c in report.charts if c.id == "chart-queueing-by-gpu-bucket")
+    table = lab.module("queueing").table("by_gpu_bucket")
+    assert by_bucket.series[0].x == table["gpu_bucket"].to_list()
+    assert by_bucket.series[0].y == table["p50_s"].to_list()
+
+
+def test_small_tables_are_shown_whole_with_exact_values(lab: AnalysisResult) -> None:
+    report = build_report(lab)
+    queueing = next(s for s in report.sections if s.id == "queueing")
+    view = next(t for t in queueing.tables if t.name == "by_gpu_bucket")
+    frame = lab.module("queueing").table("by_gpu_bucket")
+    assert [c.name for c in view.columns] == frame.columns
+    assert view.rows == [list(r) for r in frame.iter_rows()]
+    assert {c.name: c.unit for c in view.columns}["p50_s"] == "s"
+    listed = {t.table for s in report.sections for t in s.listed_tables}
+    shown = {t.name for s in report.sections for t in s.tables}
+    every = {t.name for m in lab.modules for t in m.tables}
+    assert listed | shown == every and not listed & shown
+
+
+def test_sections_carry_what_did_not_apply(lab: AnalysisResult) -> None:
+    report = build_report(lab)
+    for section in report.sections:
+        expected = [(n.what, n.why) for n in lab.module(section.id).not_applicable]
+        assert [(n.what, n.why) for n in section.not_applicable] == expected
+    sharing = next(s for s in report.sections if s.id == "sharing")
+    assert sharing.not_applicable and all(n.trace == "lab" for n in sharing.not_applicable)
+
+
+def _big_result(rows: int) -> AnalysisResult:
+    steps = pl.int_range(0, rows, eager=True)
+    series = pl.DataFrame({
+        "cluster": ["c1"] * rows,
+        "bin_start": pl.datetime_range(pl.datetime(2024, 1, 1), pl.datetime(2024, 1, 1) + pl.duration(minutes=rows - 1),
+                                       "1m", eager=True, time_zone="UTC"),
+        "mean_gpus": (steps % 97).cast(pl.Float64),
+        "capacity_gpus": [128.0] * rows,
+    }).with_columns(pl.when(steps == rows // 3).then(5000.0).otherwise(pl.col("mean_gpus")).alias("mean_gpus"))
+    cdf = pl.DataFrame({"probability": [i / (rows - 1) for i in range(rows)],
+                        "gpu_util_pct": [100.0 * i / (rows - 1) for i in range(rows)], "instances": [rows] * rows})
+    module = ModuleResult("utilization", tables=[
+        ResultTable("allocation_by_cluster", series, ("utilization.allocated_gpus",), "a minute of one cluster"),
+        ResultTable("pai_instance_gpu_util_cdf", cdf, ("utilization.pai_instance_gpu_util",), "a probability"),
+    ])
+    return AnalysisResult("big", False, {}, [module])
+
+
+def test_long_series_are_thinned_for_drawing_and_tables_keep_every_row() -> None:
+    rows = 50_000
+    report = build_report(_big_result(rows))
+    section = next(s for s in report.sections if s.id == "utilization")
+    line = next(c for c in section.charts if c.id == "chart-utilization-allocation-by-cluster")
+    allocated = line.series[0]
+    assert allocated.rows == rows and allocated.drawn <= charts.MAX_LINE_POINTS
+    assert max(allocated.y) == 5000.0 and min(allocated.y) == 0.0  # the peak and the floor survive
+    assert line.series[1].drawn == 2  # a constant capacity is drawn by its two ends
+    assert any("of 50,000" in note for note in line.notes)
+    cdf = next(c for c in section.charts if c.id == "chart-utilization-pai-instance-gpu-util-cdf")
+    assert cdf.series[0].rows == rows and cdf.series[0].drawn <= charts.MAX_CDF_POINTS
+    assert cdf.series[0].x[0] == 0.0 and cdf.series[0].x[-1] == 100.0 and cdf.series[0].y[-1] == 1.0
+    assert {t.table: t.rows for t in section.listed_tables} == {"allocation_by_cluster": rows,
+                                                                 "pai_instance_gpu_util_cdf": rows}
+
+
+def test_thinning_helpers() -> None:
+    x = list(range(10_001))
+    p = [i / 10_000 for i in x]
+    tx, tp = charts.thin_cdf(x, p, 1000)
+    assert len(tx) <= 1000 and (tx[0], tp[0], tx[-1], tp[-1]) == (0, 0.0, 10_000, 1.0)
+    assert tx == sorted(tx)
+    y = [math.sin(i / 50) for i in x]
+    y[7777] = 9.0
+    y[1234] = -9.0
+    dx, dy = charts.min_max_decimate(x, y, 500)
+    assert len(dx) <= 500 and 9.0 in dy and -9.0 in dy and dx == sorted(dx)
+    assert charts.drop_flat_runs([0, 1, 2, 3, 4, 5], [1, 1, 1, 2, 2, 3]) == ([0, 2, 3, 4, 5], [1, 1, 2, 2, 3])
+    assert charts.min_max_decimate([1, 2], [3, 4], 10) == ([1, 2], [3, 4])
+
+
+def test_about_and_data_quality_come_from_the_catalog(pai: AnalysisResult, pai_home: Path) -> None:
+    report = build_report(pai)
+    manifest = read_registrations(pai_home)["pai"].manifest
+    facts = report.traces[0]
+    assert not facts.synthetic and facts.store_version == read_registrations(pai_home)["pai"].version
+    recorded = {(t, f["sha256"]) for t, entry in manifest["inputs"].items() for f in entry["files"]}
+    assert {(f.table, f.sha256) for f in facts.source_files} == recorded and len(recorded) == 7
+    checks = [(c.table, c.check, c.rows, c.of_rows) for c in report.data_quality.checks]
+    assert checks == [(c["table"], c["check"], c["rows"], c["of_rows"]) for c in manifest["validation"]]
+    assert {t.table: t.rows for t in report.data_quality.inputs} == {k: v for k, v in manifest["rows"].items()}
+    ids = {d["id"] for d in report.definitions}
+    assert set(pai.definition_ids) <= ids
+    assert all(d["text"] == registry()[d["id"]].text for d in report.definitions)
+
+
+def test_modules_not_run_are_said_so(lab: AnalysisResult, tmp_path: Path) -> None:
+    home = import_lab(tmp_path, "lab", ["a"], ["v"])
+    result = run_analysis(home, "lab", ["queueing"])
+    report = build_report(result)
+    for section in report.sections:
+        assert section.not_run == ([] if section.id == "queueing" else ["lab"])
+        assert bool(section.numbers) == (section.id == "queueing")
+    assert [r.name for r in report.headline] == [f.name for f in result.module("queueing").findings]
+
+
+def test_compare_aligns_numbers_by_definition_and_says_what_is_missing(lab: AnalysisResult,
+                                                                       pai: AnalysisResult) -> None:
+    report = build_compare_report([pai, lab])
+    assert report.kind == "compare" and report.trace_names == ["pai", "lab"]
+    assert [t.results_folder for t in report.traces] == ["pai", "lab"]
+    for section in report.sections:
+        for row in section.numbers:
+            assert [c.trace for c in row.cells] == ["pai", "lab"]
+            for cell, result in zip(row.cells, (pai, lab)):
+                finding = next((f for f in result.module(section.id).findings
+                                if (f.name, f.definition) == (row.name, row.definition)), None)
+                if finding is None:
+                    assert cell.value is None and cell.missing
+                else:
+                    assert cell.missing is None and cell.value == finding.value
+    time_patterns = next(s for s in report.sections if s.id == "time_patterns")
+    recurring = [r for r in time_patterns.numbers if r.definition == "time_patterns.recurring_job"]
+    assert recurring and all(r.cells[0].missing is None and r.cells[1].missing for r in recurring)
+    assert "see what did not apply" in recurring[0].cells[1].missing
+
+
+def test_compare_charts_draw_one_series_per_trace(lab: AnalysisResult, pai: AnalysisResult) -> None:
+    report = build_compare_report([pai, lab])
+    waits = next(c for c in report.charts if c.id == "chart-queueing-waits-over-thresholds")
+    assert [s.trace for s in waits.series] == ["pai", "lab"]
+    assert [s.file for s in waits.sources] == ["pai/queueing/waits_over_thresholds.parquet",
+                                               "lab/queueing/waits_over_thresholds.parquet"]
+    expected = lab.module("queueing").table("waits_over_thresholds").filter(pl.col("gpu_bucket") == "all")
+    assert waits.series[1].y == expected["share_of_started"].to_list()
+    assert "WHERE gpu_bucket = 'all'" in waits.query and "read_parquet([" in waits.query
+    recurring = next(c for c in report.charts if c.id == "chart-time-patterns-recurring-group-sizes")
+    assert {s.trace for s in recurring.series} == {"pai"}  # lab has no recurring-job tag
+    assert any("Not drawn for lab" in n for n in recurring.notes)
+
+
+def test_compare_names_are_checked(tmp_path: Path) -> None:
+    assert check_names(["pai-trace", "philly", "mine"]) == ["pai", "philly", "mine"]
+    with pytest.raises(CompareError, match="two or more"):
+        check_names(["pai"])
+    with pytest.raises(CompareError, match="named twice"):
+        check_names(["pai", "pai-trace"])
+    with pytest.raises(CatalogError, match="no jobs of 'nosuch'"):
+        analysis_home(tmp_path / "home", "nosuch")
+
+
+def test_report_document_is_plain_json(lab: AnalysisResult) -> None:
+    document = build_report(lab).to_dict()
+    text = json.dumps(document, allow_nan=False)
+    again = json.loads(text)
+    assert again["format"] == "ddlx-report/1" and again["synthetic"] is False and "label" not in again
+    assert [s["id"] for s in again["sections"]] == [m for m, _, _ in MODULE_SECTIONS]
+    assert again["headline"][0]["cells"][0]["value"] == 30
