@@ -1,0 +1,133 @@
+"""`ddlx predict`: train a job-duration model, apply it to a trace, export its predictions.
+
+Each command parses its options, calls `ddlx.predict`, and prints; library errors become one
+`Error:` line at the CLI boundary (`ddlx.cli.main.run`). scikit-learn is imported only inside
+the commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+predict_app = typer.Typer(help="Job-duration predictors: train, apply, export for simulators.",
+                          no_args_is_help=True)
+
+DataHome = Annotated[
+    Optional[Path],
+    typer.Option("--data-home", help="Data folder (default: $DDLX_HOME, else the per-user data folder).",
+                 show_default=False),
+]
+Trace = Annotated[Optional[str], typer.Option(
+    "--trace", help="A registered trace of the catalog: pai, philly, helios, pai-v2023 or acme.",
+    show_default=False)]
+Dataset = Annotated[Optional[str], typer.Option(
+    "--dataset", help="A dataset of the catalog made by `ddlx datasets import`.", show_default=False)]
+
+
+def _say(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+def _source(trace: str | None, dataset: str | None) -> str:
+    """The catalog name given by exactly one of --trace and --dataset."""
+    from ddlx.datasets.registry import TRACES
+
+    if (trace is None) == (dataset is None):
+        raise typer.BadParameter("give exactly one of --trace and --dataset", param_hint="--trace/--dataset")
+    if trace is not None and trace not in TRACES:
+        raise typer.BadParameter(f"'{trace}' is not a registered trace ({', '.join(TRACES)}); "
+                                 "use --dataset for an imported one", param_hint="--trace")
+    return trace if trace is not None else dataset  # type: ignore[return-value]
+
+
+def _home(data_home: Path | None) -> Path:
+    from ddlx.datasets.home import resolve_data_home
+
+    return resolve_data_home(data_home)
+
+
+@predict_app.command("train")
+def predict_train(
+    trace: Trace = None,
+    dataset: Dataset = None,
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="Model folder to write (default: ./ddlx-models/<trace>).", show_default=False)] = None,
+    max_fit_rows: Annotated[Optional[int], typer.Option(
+        "--max-fit-rows", min=100,
+        help="Fit on at most this many train-window jobs (a seeded sample; default 300000).",
+        show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="random_state of the sample and the models.")] = 0,
+    data_home: DataHome = None,
+) -> None:
+    """Train duration models (mean, p50, p90) and baselines on a time-ordered split; write a model folder."""
+    from ddlx.predict.models import TrainSettings, train
+    from ddlx.reports.text import format_table
+
+    name = _source(trace, dataset)
+    settings = TrainSettings(random_state=seed,
+                             **({} if max_fit_rows is None else {"max_fit_rows": max_fit_rows}))
+    result = train(_home(data_home), name, out, settings, progress=_say)
+    card = result.card
+    if result.synthetic:
+        typer.echo(f"*** {card['warning']} ***")
+    windows = card["split"]["windows"]
+    for window in ("train", "validation", "test"):
+        w = windows[window]
+        typer.echo(f"{window:<10} {w['jobs']:>10,} jobs  submitted {w['first_submit_utc']} .. {w['last_submit_utc']}")
+    excluded = ", ".join(f"{k} {v:,}" for k, v in card["target"]["excluded"].items() if v)
+    typer.echo(f"jobs without a run time, left out: {excluded or 'none'}")
+    typer.echo(f"\ntest-window metrics ({card['metrics']['window']}):")
+    typer.echo(format_table(result.metrics))
+    typer.echo(f"\nmodel {card['model_id']}: {result.path} (model card: {result.path / 'model_card.json'})")
+
+
+@predict_app.command("apply")
+def predict_apply(
+    model: Annotated[Path, typer.Option("--model", help="Model folder written by `ddlx predict train`.")],
+    out: Annotated[Path, typer.Option("--out", help="Prediction table to write: FILE.parquet or FILE.csv.")],
+    trace: Trace = None,
+    dataset: Dataset = None,
+    data_home: DataHome = None,
+) -> None:
+    """Predict every job of a trace: job_id, pred_s, p50_s, p90_s, model_id, the job columns exporters need."""
+    from ddlx.predict.artifacts import load_predictor, write_table
+
+    name = _source(trace, dataset)
+    if out.suffix.lower() not in (".parquet", ".csv"):
+        raise typer.BadParameter("expected a .parquet or .csv file name", param_hint="--out")
+    predictor = load_predictor(model)
+    trained_on = predictor.card.get("data", {}).get("trace")
+    if trained_on != name:
+        _say(f"note: model {predictor.model_id} was trained on '{trained_on}', applied to '{name}'")
+    table = predictor.predict_catalog(_home(data_home), name)
+    write_table(table, out)
+    typer.echo(f"{table.height:,} predictions by model {predictor.model_id}: {out}")
+
+
+@predict_app.command("export")
+def predict_export(
+    predictions: Annotated[Path, typer.Option(
+        "--predictions", help="Prediction table written by `ddlx predict apply` (.parquet or .csv).")],
+    export_format: Annotated[str, typer.Option(
+        "--format", help="estimate-csv (job_id,estimate), pai-sim (PAI v2020 simulator job table) or "
+                         "priority (job_id,priority = predicted GPU seconds).")],
+    out: Annotated[Path, typer.Option("--out", help="CSV file to write.")],
+    cluster: Annotated[Optional[str], typer.Option(
+        "--cluster", help="Export only the jobs of this cluster (needed where job ids repeat across clusters).",
+        show_default=False)] = None,
+) -> None:
+    """Write predictions in the CSV shape a simulator reads."""
+    from ddlx.predict.export import EXPORT_FORMATS, export_predictions
+
+    if export_format not in EXPORT_FORMATS:
+        raise typer.BadParameter(f"expected one of {', '.join(EXPORT_FORMATS)}", param_hint="--format")
+    if out.suffix.lower() != ".csv":
+        raise typer.BadParameter("exports are CSV files: name it *.csv", param_hint="--out")
+    result = export_predictions(predictions, export_format, out, cluster)
+    for reason, rows in result.left_out.items():
+        if rows:
+            _say(f"left out {rows:,} job(s): {reason.replace('_', ' ')}")
+    typer.echo(f"{result.rows:,} rows ({result.format}): {result.path}")
