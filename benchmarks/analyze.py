@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ingest_trace import MARKER, extract_release, measure  # noqa: E402
+from ingest_trace import MARKER, extract_release, measure, measure_output  # noqa: E402
 
 PANDAS_PIPELINE = r'''
 import sys, time
@@ -122,19 +121,7 @@ print(f"{time.perf_counter() - started:.3f}")
 
 def run_measured(code: str, argument: Path) -> tuple[float, float, str]:
     """Run `python -c code argument`: wall seconds, peak RSS MB, what it printed."""
-    started = time.perf_counter()
-    process = psutil.Popen([sys.executable, "-c", code, str(argument)], stdout=subprocess.PIPE)
-    peak = 0
-    while process.poll() is None:
-        try:
-            peak = max(peak, process.memory_info().rss)
-        except psutil.Error:
-            pass
-        time.sleep(0.05)
-    seconds = time.perf_counter() - started
-    if process.returncode != 0:
-        sys.exit("a benchmark step failed")
-    return seconds, peak / 2**20, process.stdout.read().decode()
+    return measure_output([sys.executable, "-c", code, str(argument)])
 
 
 def ensure_pai(workdir: Path, scale: float, reuse: bool, rows: list) -> tuple[Path, Path]:

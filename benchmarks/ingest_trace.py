@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -54,22 +53,32 @@ for index, path in enumerate(files):
 """
 
 
+def measure_output(command: list[str]) -> tuple[float, float, str]:
+    """Run `command`; return (wall seconds, peak RSS in MB of the process and its children, what it
+    printed on stdout). Exits with its stderr when it fails."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = psutil.Popen(command, stdout=out, stderr=err)
+        peak = 0
+        while process.poll() is None:
+            try:
+                rss = process.memory_info().rss + sum(c.memory_info().rss for c in process.children(recursive=True))
+                peak = max(peak, rss)
+            except psutil.Error:
+                pass
+            time.sleep(0.05)
+        elapsed = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        if process.returncode != 0:
+            sys.exit(f"failed: {' '.join(command)}\n{err.read().decode()}")
+        return elapsed, peak / 2**20, out.read().decode()
+
+
 def measure(command: list[str]) -> tuple[float, float]:
     """Run `command`; return (wall seconds, peak RSS in MB of the process and its children)."""
-    started = time.perf_counter()
-    process = psutil.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak = 0
-    while process.poll() is None:
-        try:
-            rss = process.memory_info().rss + sum(c.memory_info().rss for c in process.children(recursive=True))
-            peak = max(peak, rss)
-        except psutil.Error:
-            pass
-        time.sleep(0.05)
-    elapsed = time.perf_counter() - started
-    if process.returncode != 0:
-        sys.exit(f"failed: {' '.join(command)}\n{process.stderr.read().decode()}")
-    return elapsed, peak / 2**20
+    elapsed, peak_mb, _ = measure_output(command)
+    return elapsed, peak_mb
 
 
 def extract_release(release: Path, dest: Path) -> None:

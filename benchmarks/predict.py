@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
 from analyze import ensure_helios, ensure_pai  # noqa: E402
+from ingest_trace import measure_output  # noqa: E402
 
 TRAIN = r'''
 import json, sys, time
@@ -63,20 +63,8 @@ print(json.dumps({"seconds": {"apply": time.perf_counter() - started}, "jobs": t
 
 def run(script: str, *args: str) -> tuple[float, float, dict]:
     """Run `script` in a new Python; (wall seconds, peak RSS MB, the JSON it printed)."""
-    started = time.perf_counter()
-    process = psutil.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    peak = 0
-    while process.poll() is None:
-        try:
-            peak = max(peak, process.memory_info().rss)
-        except psutil.Error:
-            pass
-        time.sleep(0.05)
-    elapsed = time.perf_counter() - started
-    out, err = process.communicate()
-    if process.returncode != 0:
-        sys.exit(f"failed: {err.decode()}")
-    return elapsed, peak / 2**20, json.loads(out.decode().strip().splitlines()[-1])
+    elapsed, peak_mb, printed = measure_output([sys.executable, "-c", script, *args])
+    return elapsed, peak_mb, json.loads(printed.strip().splitlines()[-1])
 
 
 def main() -> None:
