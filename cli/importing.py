@@ -11,6 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ddlx.cli.options import DataHome
+
 _MAP_HELP = (
     "Column mapping KEY=COLUMN,... Required: submit, gpus, and duration or end. Optional: start, job_id, "
     "user, vc, state, cluster, cpus, mem_gb, instances, job_name, job_group, workload, gpu_type, tres, "
@@ -41,9 +43,7 @@ def datasets_import(
     max_rejected_rows: Annotated[int, typer.Option(
         "--max-rejected-rows", min=0,
         help="Skip up to this many unreadable rows (reported by `datasets info`) instead of failing.")] = 0,
-    data_home: Annotated[Optional[Path], typer.Option(
-        "--data-home", help="Data folder (default: $DDLX_HOME, else the per-user data folder).",
-        show_default=False)] = None,
+    data_home: DataHome = None,
 ) -> None:
     """Import a job table of your own (any columns, ITP or Slurm) as a dataset in the catalog."""
     from ddlx.datasets.catalog import catalog_path, read_registrations

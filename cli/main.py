@@ -13,6 +13,11 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ddlx.cli.options import DataHome, Modules, Resolution
+from ddlx.cli.options import analysis_options as _options
+from ddlx.cli.options import data_home as _home
+from ddlx.cli.options import module_names as _module_names
+from ddlx.cli.options import say as _say
 from ddlx.errors import DdlxError
 
 app = typer.Typer(
@@ -27,27 +32,12 @@ analyze_app = typer.Typer(help="Characterize a trace and write its results.", no
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(analyze_app, name="analyze")
 
-DataHome = Annotated[
-    Optional[Path],
-    typer.Option("--data-home", help="Data folder (default: $DDLX_HOME, else the per-user data folder).",
-                 show_default=False),
-]
 TraceName = Annotated[str, typer.Argument(
     help="Trace name: pai, philly, helios, pai-v2023 or acme (see `ddlx datasets list`).")]
 Tables = Annotated[
     Optional[list[str]],
     typer.Option("--table", help="Only this table (repeatable); default: every table.", show_default=False),
 ]
-
-
-def _home(data_home: Path | None) -> Path:
-    from ddlx.datasets.home import resolve_data_home
-
-    return resolve_data_home(data_home)
-
-
-def _say(message: str) -> None:
-    typer.echo(message, err=True)
 
 
 @datasets_app.command("list")
@@ -243,13 +233,6 @@ AnalyzeOut = Annotated[Optional[Path], typer.Option(
     "--out", help="Results folder (default: ./ddlx-results/<trace>-trace).", show_default=False)]
 UseSample = Annotated[bool, typer.Option(
     "--synthetic", help="Use the synthetic sample even when real data is ingested.")]
-Modules = Annotated[Optional[list[str]], typer.Option(
-    "--module", "-m", help="Run only these modules (repeat, or separate with commas): "
-    "overview, utilization, failures, queueing, sharing, durations, users, time_patterns.",
-    show_default=False)]
-Resolution = Annotated[Optional[int], typer.Option(
-    "--resolution", help="Step of the utilisation time series, seconds (default 3600).", min=1,
-    show_default=False)]
 
 
 @analyze_app.command("pai-trace")
@@ -302,17 +285,6 @@ def analyze_dataset(
     result = run_analysis(_home(data_home), name, _module_names(module), progress=_say,
                           options=_options(resolution))
     _render(result, out if out is not None else Path("ddlx-results") / name)
-
-
-def _module_names(module: list[str] | None) -> list[str]:
-    from ddlx.analysis.runner import resolve_modules
-
-    names = [n.strip() for item in module or [] for n in item.split(",") if n.strip()]
-    return resolve_modules(names)
-
-
-def _options(resolution: int | None) -> dict[str, Any]:
-    return {} if resolution is None else {"resolution_s": resolution}
 
 
 def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str] | None,

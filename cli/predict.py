@@ -12,23 +12,18 @@ from typing import Annotated, Optional
 
 import typer
 
+from ddlx.cli.options import DataHome
+from ddlx.cli.options import data_home as _home
+from ddlx.cli.options import say as _say
+
 predict_app = typer.Typer(help="Job-duration predictors: train, apply, export for simulators.",
                           no_args_is_help=True)
 
-DataHome = Annotated[
-    Optional[Path],
-    typer.Option("--data-home", help="Data folder (default: $DDLX_HOME, else the per-user data folder).",
-                 show_default=False),
-]
 Trace = Annotated[Optional[str], typer.Option(
     "--trace", help="A registered trace of the catalog: pai, philly, helios, pai-v2023 or acme.",
     show_default=False)]
 Dataset = Annotated[Optional[str], typer.Option(
     "--dataset", help="A dataset of the catalog made by `ddlx datasets import`.", show_default=False)]
-
-
-def _say(message: str) -> None:
-    typer.echo(message, err=True)
 
 
 def _source(trace: str | None, dataset: str | None) -> str:
@@ -41,12 +36,6 @@ def _source(trace: str | None, dataset: str | None) -> str:
         raise typer.BadParameter(f"'{trace}' is not a registered trace ({', '.join(TRACES)}); "
                                  "use --dataset for an imported one", param_hint="--trace")
     return trace if trace is not None else dataset  # type: ignore[return-value]
-
-
-def _home(data_home: Path | None) -> Path:
-    from ddlx.datasets.home import resolve_data_home
-
-    return resolve_data_home(data_home)
 
 
 @predict_app.command("train")

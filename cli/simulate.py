@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from ddlx.cli.options import DataHome
+
 if TYPE_CHECKING:
     from ddlx.simulate import Predictor, SimulationReport
 
@@ -100,9 +102,7 @@ def simulate_command(
         show_default=False)] = None,
     out: Annotated[Optional[Path], typer.Option(
         "--out", help="Write the results as JSON to this file.", show_default=False)] = None,
-    data_home: Annotated[Optional[Path], typer.Option(
-        "--data-home", help="Data folder (default: $DDLX_HOME, else the per-user data folder).",
-        show_default=False)] = None,
+    data_home: DataHome = None,
 ) -> None:
     """Replay a trace's jobs on a simulated GPU cluster under scheduling policies; JCT, queueing, utilisation."""
     from ddlx.datasets.home import resolve_data_home
