@@ -267,12 +267,10 @@ def validation_checks(present: set[str], jobs_table: str) -> list[Check]:
                 "SELECT min(date) AS first_day, max(date) AS last_day, count(DISTINCT date) AS days "
                 f"FROM {CAPACITY_TABLE} GROUP BY cluster)")),
         ]
+    # The canonical jobs never started, with negative queueing delay and with negative run time
+    # are, by `jobs_sql`, exactly the log's rows "never started", "start before submission" and
+    # "negative duration"; they are not counted a second time.
     if jobs_table in present:
-        checks += [
-            Check(jobs_table, "jobs that never started", "start_time IS NULL"),
-            Check(jobs_table, "jobs with negative queueing delay", "queue_s < 0"),
-            Check(jobs_table, "jobs with negative run time", "run_s < 0"),
-        ]
         if CAPACITY_TABLE in present:
             checks.append(Check(
                 jobs_table, "jobs in a VC absent from their cluster's gpu_number file (clusters with one)",
