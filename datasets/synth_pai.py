@@ -147,6 +147,13 @@ WAIT_TAIL_SHARE, WAIT_TAIL_MEDIAN_S, WAIT_TAIL_SIGMA = 0.05, 2500.0, 1.5
 WAIT_MAX_S = 5 * 86400
 #: Task runtime from first instance start, s: lognormal, failed tasks run shorter.
 RUNTIME_MEDIAN_S, RUNTIME_SIGMA, RUNTIME_MAX_S = 470.0, 2.17, 30 * 86400
+#: How the log-runtime's variance (RUNTIME_SIGMA**2) splits (modelling choice): a part shared by
+#: all jobs of a user, a part shared by the jobs of a recurring group (a job that does not recur
+#: draws its own), and the rest per task. Recurring jobs thus run about as long as their group's
+#: earlier runs (the PAI paper's observation that lets history predict them), while the
+#: distribution over all tasks stays lognormal(RUNTIME_MEDIAN_S, RUNTIME_SIGMA).
+RUNTIME_USER_SIGMA, RUNTIME_TASK_SIGMA = 0.9, 0.7
+RUNTIME_GROUP_SIGMA = float(np.sqrt(RUNTIME_SIGMA**2 - RUNTIME_USER_SIGMA**2 - RUNTIME_TASK_SIGMA**2))
 FAILED_RUNTIME_FACTOR = (0.2, 1.0)
 
 #: Instance rows: share of instances that also have an earlier Failed attempt row.
@@ -181,7 +188,7 @@ CHUNK_TASKS = 100_000
 
 #: Random stream ids, one per kind of draw.
 _STREAM_MACHINES, _STREAM_JOBS, _STREAM_GROUPS, _STREAM_INSTANCES = 1, 2, 3, 4
-_STREAM_SENSORS, _STREAM_METRICS = 5, 6
+_STREAM_SENSORS, _STREAM_METRICS, _STREAM_GROUP_KEYS = 5, 6, 7
 
 #: Archive metadata: fixed so archives are byte-identical across runs.
 TAR_MTIME = 1_618_451_733  # the release date of the real archives, 2021-04-15
@@ -282,6 +289,7 @@ class _Jobs:
     submit: np.ndarray  # float seconds
     end: np.ndarray
     end_zero: np.ndarray  # write a missing end as 0.0 (else empty)
+    groups: _GroupKeys
 
 
 @dataclass
@@ -393,9 +401,24 @@ def _task_resources(rng: np.random.Generator, name: np.ndarray, cpu: np.ndarray,
     return plan_cpu.astype(float), mem_mb / 1024.0, plan_gpu, _gpu_types(rng, plan_gpu)
 
 
+def _job_log_runtime_offsets(rng: np.random.Generator, user: np.ndarray, n_users: int,
+                             groups: _GroupKeys) -> np.ndarray:
+    """Per job, the part of its tasks' log runtime shared with the user's other jobs and with its
+    recurring group (see RUNTIME_GROUP_SIGMA); mean 0."""
+    user_part = rng.normal(0.0, RUNTIME_USER_SIGMA, n_users)[user]
+    job_key = np.arange(len(user), dtype=np.int64) + np.int64(groups.untagged_key_base)
+    job_key[groups.tagged] = groups.keys
+    unique, inverse = np.unique(job_key, return_inverse=True)
+    return user_part + rng.normal(0.0, RUNTIME_GROUP_SIGMA, len(unique))[inverse]
+
+
 def _task_times(rng: np.random.Generator, submit: np.ndarray, job: np.ndarray,
-                status: np.ndarray, position: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Task start, first-instance start and end, s (NaN where missing for the status)."""
+                status: np.ndarray, position: np.ndarray,
+                job_log_offset: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Task start, first-instance start and end, s (NaN where missing for the status).
+
+    A task's runtime is RUNTIME_MEDIAN_S * exp(its job's `job_log_offset` + a per-task normal
+    draw of sigma RUNTIME_TASK_SIGMA)."""
     n, n_jobs = len(job), len(submit)
     launch = np.where(rng.random(n_jobs) < LAUNCH_IMMEDIATE_SHARE, 0.0,
                       np.floor(lognormal(rng, LAUNCH_MEDIAN_S, 1.0, n_jobs)))
@@ -404,7 +427,8 @@ def _task_times(rng: np.random.Generator, submit: np.ndarray, job: np.ndarray,
                     lognormal(rng, WAIT_TAIL_MEDIAN_S, WAIT_TAIL_SIGMA, n),
                     lognormal(rng, WAIT_BODY_MEDIAN_S, WAIT_BODY_SIGMA, n))
     first_start = start + np.floor(np.minimum(wait, WAIT_MAX_S))
-    runtime = np.minimum(lognormal(rng, RUNTIME_MEDIAN_S, RUNTIME_SIGMA, n), RUNTIME_MAX_S)
+    runtime = RUNTIME_MEDIAN_S * np.exp(job_log_offset[job] + rng.normal(0.0, RUNTIME_TASK_SIGMA, n))
+    runtime = np.minimum(runtime, RUNTIME_MAX_S)
     runtime *= np.where(status == FAILED, rng.uniform(*FAILED_RUNTIME_FACTOR, n), 1.0)
     end = first_start + np.maximum(1.0, np.floor(runtime))
     end[status >= RUNNING] = np.nan
@@ -435,13 +459,17 @@ def _build_jobs_and_tasks(seed: int, scale: float) -> tuple[_Jobs, _Tasks]:
     status = _task_status(rng, job_status, job, name)
     inst_num = _inst_nums(rng, name, cpu, single)
     plan_cpu, plan_mem, plan_gpu, gpu_type = _task_resources(rng, name, cpu, single)
-    start, first_start, end = _task_times(rng, submit, job, status, position_in_group(counts))
+    groups = _group_keys(seed, user, n_users)
+    job_log_offset = _job_log_runtime_offsets(rng, user, n_users, groups)
+    start, first_start, end = _task_times(rng, submit, job, status, position_in_group(counts),
+                                          job_log_offset)
     tasks = _Tasks(job=job, name=name, inst_num=inst_num, status=status, start=start,
                    first_start=first_start, end=end, zero_missing=rng.random(len(job)) < 0.5,
                    plan_cpu=plan_cpu, plan_mem=plan_mem, plan_gpu=plan_gpu, gpu_type=gpu_type)
     jobs = _Jobs(name=hex_ids(rng, n_jobs, 24), inst_id=hex_ids(rng, n_jobs, 60), user=user,
                  user_names=hex_ids(rng, n_users, 12), status=job_status, submit=submit,
-                 end=_job_ends(job, end, job_status), end_zero=rng.random(n_jobs) < 0.5)
+                 end=_job_ends(job, end, job_status), end_zero=rng.random(n_jobs) < 0.5,
+                 groups=groups)
     return jobs, tasks
 
 
@@ -494,16 +522,37 @@ def _recurring_groups(rng: np.random.Generator, users: np.ndarray, n_users: int)
     return keys
 
 
+@dataclass
+class _GroupKeys:
+    """Which jobs carry a group tag (`tagged`: job indices) and their group keys (equal keys =
+    one recurring group; a one-off job's key is its own). Untagged jobs may take one key each
+    from `untagged_key_base` on, above every key in `keys`."""
+
+    tagged: np.ndarray
+    keys: np.ndarray
+    untagged_key_base: int
+
+
+def _group_keys(seed: int, user: np.ndarray, n_users: int) -> _GroupKeys:
+    """The group of every tagged job (own random stream, drawn before the runtimes that depend
+    on it)."""
+    rng = stream_rng(seed, _STREAM_GROUP_KEYS)
+    n_jobs = len(user)
+    tagged = np.flatnonzero(rng.random(n_jobs) < TAGGED_JOB_SHARE)
+    recurring = rng.random(len(tagged)) < RECURRING_SHARE
+    one_off_base = (n_jobs + 1) * n_users
+    keys = np.arange(len(tagged), dtype=np.int64) + one_off_base
+    keys[recurring] = _recurring_groups(rng, user[tagged][recurring], n_users)
+    return _GroupKeys(tagged=tagged, keys=keys, untagged_key_base=one_off_base + n_jobs)
+
+
 def _group_tag_frame(seed: int, jobs: _Jobs, tasks: _Tasks) -> pl.DataFrame:
     """Rows of pai_group_tag_table: one per inst_id for ~80 % of jobs, in job order."""
     rng = stream_rng(seed, _STREAM_GROUPS)
-    n_jobs, n_users = len(jobs.user), len(jobs.user_names)
-    tagged = np.flatnonzero(rng.random(n_jobs) < TAGGED_JOB_SHARE)
+    n_jobs = len(jobs.user)
+    tagged = jobs.groups.tagged
     users = jobs.user[tagged]
-    recurring = rng.random(len(tagged)) < RECURRING_SHARE
-    keys = np.arange(len(tagged), dtype=np.int64) + (n_jobs + 1) * n_users  # one-off groups
-    keys[recurring] = _recurring_groups(rng, users[recurring], n_users)
-    unique, group = np.unique(keys, return_inverse=True)
+    unique, group = np.unique(jobs.groups.keys, return_inverse=True)
     group_names = hex_ids(rng, len(unique), 32)
     workload = np.where(rng.random(len(unique)) < WORKLOAD_SHARE,
                         rng.choice(len(WORKLOADS), size=len(unique), p=WORKLOAD_WEIGHTS), -1)
