@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ddlx.cli.options import DataHome, Modules, Resolution
+from ddlx.cli.options import DataHome, Modules, Resolution, UseSample
 from ddlx.cli.options import analysis_options as _options
 from ddlx.cli.options import data_home as _home
 from ddlx.cli.options import module_names as _module_names
@@ -231,8 +231,6 @@ def sql(
 
 AnalyzeOut = Annotated[Optional[Path], typer.Option(
     "--out", help="Results folder (default: ./ddlx-results/<trace>-trace).", show_default=False)]
-UseSample = Annotated[bool, typer.Option(
-    "--synthetic", help="Use the synthetic sample even when real data is ingested.")]
 
 
 @analyze_app.command("pai-trace")
@@ -290,17 +288,10 @@ def analyze_dataset(
 def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str] | None,
              resolution: int | None, data_home: Path | None) -> None:
     from ddlx.analysis.runner import run_analysis
-    from ddlx.datasets.catalog import read_registrations
-    from ddlx.datasets.canonical import jobs_table_name
-    from ddlx.datasets.synthetic import ensure_sample, sample_scale
+    from ddlx.datasets.synthetic import home_with_jobs
 
     modules = _module_names(module)
-    home = _home(data_home)
-    registration = read_registrations(home).get(trace)
-    if force_sample or registration is None or jobs_table_name(trace) not in registration.tables:
-        _say(f"No {trace} jobs ingested in {home}: using a SYNTHETIC sample from ddlx's generator "
-             f"(scale {sample_scale(trace)}). Ingest the real trace with `ddlx datasets ingest {trace} --from DIR`.")
-        home = ensure_sample(home, trace, progress=_say)
+    home = home_with_jobs(_home(data_home), trace, force_sample, progress=_say)
     result = run_analysis(home, trace, modules, progress=_say, options=_options(resolution))
     _render(result, out if out is not None else Path("ddlx-results") / f"{trace}-trace")
 

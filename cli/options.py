@@ -16,6 +16,14 @@ Modules = Annotated[Optional[list[str]], typer.Option(
     "--module", "-m", help="Run only these modules (repeat, or separate with commas): "
     "overview, utilization, failures, queueing, sharing, durations, users, time_patterns.",
     show_default=False)]
+Trace = Annotated[Optional[str], typer.Option(
+    "--trace", help="A registered trace: pai, philly, helios, pai-v2023 or acme (its SYNTHETIC sample when "
+                    "it is not ingested).", show_default=False)]
+Dataset = Annotated[Optional[str], typer.Option(
+    "--dataset", help="A dataset of the catalog, such as one made by `ddlx datasets import`.",
+    show_default=False)]
+UseSample = Annotated[bool, typer.Option(
+    "--synthetic", help="Use the trace's SYNTHETIC sample even when real data is ingested.")]
 Resolution = Annotated[Optional[int], typer.Option(
     "--resolution", help="Step of the utilisation time series, seconds (default 3600).", min=1,
     show_default=False)]
@@ -44,3 +52,23 @@ def module_names(module: list[str] | None) -> list[str]:
 def analysis_options(resolution: int | None) -> dict[str, Any]:
     """The modules' options from `--resolution`."""
     return {} if resolution is None else {"resolution_s": resolution}
+
+
+def jobs_source(trace: str | None, dataset: str | None, use_sample: bool,
+                home: Path | None) -> tuple[Path, str]:
+    """(data home, catalog name) of the jobs named by exactly one of `--trace` and `--dataset`.
+
+    A registered trace that is not ingested (or any, with `--synthetic`) is read from its SYNTHETIC
+    sample, as `ddlx analyze <trace>-trace` does; a dataset must be in the catalog.
+    """
+    from ddlx.datasets.registry import TRACES
+    from ddlx.datasets.synthetic import home_with_jobs
+
+    if (trace is None) == (dataset is None):
+        raise typer.BadParameter("give exactly one of --trace and --dataset", param_hint="--trace/--dataset")
+    if trace is not None and trace not in TRACES:
+        raise typer.BadParameter(f"'{trace}' is not a registered trace ({', '.join(TRACES)}); "
+                                 "use --dataset for an imported one", param_hint="--trace")
+    name = trace if trace is not None else dataset
+    assert name is not None
+    return home_with_jobs(data_home(home), name, use_sample, progress=say), name

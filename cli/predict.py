@@ -12,31 +12,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from ddlx.cli.options import DataHome
-from ddlx.cli.options import data_home as _home
+from ddlx.cli.options import DataHome, Dataset, Trace, UseSample, jobs_source
 from ddlx.cli.options import say as _say
 
 predict_app = typer.Typer(help="Job-duration predictors: train, apply, export for simulators.",
                           no_args_is_help=True)
-
-Trace = Annotated[Optional[str], typer.Option(
-    "--trace", help="A registered trace of the catalog: pai, philly, helios, pai-v2023 or acme.",
-    show_default=False)]
-Dataset = Annotated[Optional[str], typer.Option(
-    "--dataset", help="A dataset of the catalog made by `ddlx datasets import`.", show_default=False)]
-
-
-def _source(trace: str | None, dataset: str | None) -> str:
-    """The catalog name given by exactly one of --trace and --dataset."""
-    from ddlx.datasets.registry import TRACES
-
-    if (trace is None) == (dataset is None):
-        raise typer.BadParameter("give exactly one of --trace and --dataset", param_hint="--trace/--dataset")
-    if trace is not None and trace not in TRACES:
-        raise typer.BadParameter(f"'{trace}' is not a registered trace ({', '.join(TRACES)}); "
-                                 "use --dataset for an imported one", param_hint="--trace")
-    return trace if trace is not None else dataset  # type: ignore[return-value]
-
 
 @predict_app.command("train")
 def predict_train(
@@ -49,16 +29,17 @@ def predict_train(
         help="Fit on at most this many train-window jobs (a seeded sample; default 300000).",
         show_default=False)] = None,
     seed: Annotated[int, typer.Option("--seed", help="random_state of the sample and the models.")] = 0,
+    synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
     """Train duration models (mean, p50, p90) and baselines on a time-ordered split; write a model folder."""
     from ddlx.predict.models import TrainSettings, train
     from ddlx.reports.text import format_table
 
-    name = _source(trace, dataset)
+    home, name = jobs_source(trace, dataset, synthetic, data_home)
     settings = TrainSettings(random_state=seed,
                              **({} if max_fit_rows is None else {"max_fit_rows": max_fit_rows}))
-    result = train(_home(data_home), name, out, settings, progress=_say)
+    result = train(home, name, out, settings, progress=_say)
     card = result.card
     if result.synthetic:
         typer.echo(f"*** {card['warning']} ***")
@@ -79,19 +60,20 @@ def predict_apply(
     out: Annotated[Path, typer.Option("--out", help="Prediction table to write: FILE.parquet or FILE.csv.")],
     trace: Trace = None,
     dataset: Dataset = None,
+    synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
     """Predict every job of a trace: job_id, pred_s, p50_s, p90_s, model_id, the job columns exporters need."""
     from ddlx.predict.artifacts import load_predictor, write_table
 
-    name = _source(trace, dataset)
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise typer.BadParameter("expected a .parquet or .csv file name", param_hint="--out")
     predictor = load_predictor(model)
+    home, name = jobs_source(trace, dataset, synthetic, data_home)
     trained_on = predictor.card.get("data", {}).get("trace")
     if trained_on != name:
         _say(f"note: model {predictor.model_id} was trained on '{trained_on}', applied to '{name}'")
-    table = predictor.predict_catalog(_home(data_home), name)
+    table = predictor.predict_catalog(home, name)
     write_table(table, out)
     typer.echo(f"{table.height:,} predictions by model {predictor.model_id}: {out}")
 

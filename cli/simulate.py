@@ -12,21 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ddlx.cli.options import DataHome
+from ddlx.cli.options import DataHome, Dataset, Trace, UseSample, jobs_source
 
 if TYPE_CHECKING:
-    from ddlx.simulate import Predictor, SimulationReport
-
-
-def load_predictor_from(path: Path) -> "Predictor":
-    """The predictor saved in `path` (`ddlx.predict.load_predictor`)."""
-    from ddlx.simulate import SimulationError
-
-    try:
-        from ddlx.predict import load_predictor
-    except ImportError:
-        raise SimulationError(f"--predictor {path}: this ddlx has no predictors (ddlx.predict)") from None
-    return load_predictor(path)
+    from ddlx.simulate import SimulationReport
 
 
 def _policy_names(policy: str | None, compare: str | None) -> list[str]:
@@ -61,6 +50,11 @@ def render(report: "SimulationReport") -> str:
     lines.append(f"{where}: {workload.jobs:,} of {workload.jobs_considered:,} jobs simulated; backfilling "
                  f"{'on' if report.backfill else 'off'}")
     lines.append(f"  cluster: {workload.capacity.gpus:,g} GPUs, {workload.capacity.rule}")
+    if source.get("submitted_from_utc"):
+        lines.append(f"  window: jobs submitted from {source['submitted_from_utc']} on")
+    if report.estimates:
+        models = ", ".join(report.estimates.get("model_ids") or []) or "given estimates"
+        lines.append(f"  sjf-predicted orders by the predictions of {models}")
     for key, count in workload.excluded.items():
         if count:
             lines.append(f"  excluded: {count:,} {EXCLUSION_REASONS[key]}")
@@ -74,11 +68,8 @@ def render(report: "SimulationReport") -> str:
 
 
 def simulate_command(
-    trace: Annotated[Optional[str], typer.Option(
-        "--trace", help="Trace (or imported dataset) of the catalog to replay: pai, philly, helios, ...",
-        show_default=False)] = None,
-    dataset: Annotated[Optional[str], typer.Option(
-        "--dataset", help="An imported dataset to replay (instead of --trace).", show_default=False)] = None,
+    trace: Trace = None,
+    dataset: Dataset = None,
     policy: Annotated[Optional[str], typer.Option(
         "--policy", help="fifo, sjf-oracle, sjf-predicted or las.", show_default=False)] = None,
     compare: Annotated[Optional[str], typer.Option(
@@ -95,34 +86,43 @@ def simulate_command(
         show_default=False)] = None,
     cluster: Annotated[Optional[str], typer.Option(
         "--cluster", help="Only this cluster of the trace (its jobs and its capacity).", show_default=False)] = None,
+    test_window: Annotated[bool, typer.Option(
+        "--test-window", help="Simulate only the jobs of the predictor's test window (submitted from the "
+                              "card's split.test_from_utc on): jobs it was neither fitted nor stopped on.")] = False,
     limit: Annotated[Optional[int], typer.Option(
-        "--limit", min=1, help="Simulate only the first N jobs by submission time.", show_default=False)] = None,
+        "--limit", min=1, help="Simulate only the first N jobs by submission time (of the window).",
+        show_default=False)] = None,
     las_thresholds: Annotated[Optional[str], typer.Option(
         "--las-thresholds", help="LAS queue limits in attained GPU-seconds, e.g. 3600,36000 (the default).",
         show_default=False)] = None,
     out: Annotated[Optional[Path], typer.Option(
         "--out", help="Write the results as JSON to this file.", show_default=False)] = None,
+    synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
     """Replay a trace's jobs on a simulated GPU cluster under scheduling policies; JCT, queueing, utilisation."""
-    from ddlx.datasets.home import resolve_data_home
+    from ddlx.predict import load_predictor
     from ddlx.simulate import resolve_policies, simulate_trace, write_json
 
-    if (trace is None) == (dataset is None):
-        raise typer.BadParameter("give one of --trace or --dataset", param_hint="--trace")
     names = _policy_names(policy, compare)
     if not names:
         raise typer.BadParameter("give --policy or --compare", param_hint="--policy")
     thresholds = _thresholds(las_thresholds)
     chosen = resolve_policies(names, thresholds)
-    loaded = None
-    if any(p.needs_estimates for p in chosen) and predictor is not None:
-        loaded = load_predictor_from(predictor)
-    elif predictor is not None:
-        typer.echo("note: --predictor is used by sjf-predicted only; ignored", err=True)
-    report = simulate_trace(resolve_data_home(data_home), trace or dataset, chosen, backfill=backfill,
-                            gpus=gpus, limit=limit, cluster=cluster, predictor=loaded,
-                            predictor_label=str(predictor) if loaded is not None else None)
+    if test_window and predictor is None:
+        raise typer.BadParameter("--test-window needs --predictor (the window is the model's)",
+                                 param_hint="--test-window")
+    wants_estimates = any(p.needs_estimates for p in chosen)
+    if predictor is not None and not wants_estimates and not test_window:
+        typer.echo("note: --predictor is used by sjf-predicted and --test-window only; ignored", err=True)
+    loaded = load_predictor(predictor) if predictor is not None else None
+    home, name = jobs_source(trace, dataset, synthetic, data_home)
+    submitted_from = loaded.test_window_start if loaded is not None and test_window else None
+    report = simulate_trace(home, name, chosen, backfill=backfill,
+                            gpus=gpus, limit=limit, cluster=cluster,
+                            predictor=loaded if wants_estimates else None,
+                            predictor_label=str(predictor) if loaded is not None and wants_estimates else None,
+                            submitted_from=submitted_from)
     typer.echo(render(report))
     if out is not None:
         typer.echo(f"\nresults: {write_json(report, out)}")

@@ -17,7 +17,7 @@ from pathlib import Path
 from ddlx import __version__
 from ddlx.datasets.home import samples_home
 from ddlx.datasets.ingest import SYNTHETIC_MARKER, ingest
-from ddlx.errors import UnknownDatasetError
+from ddlx.errors import CatalogError, UnknownDatasetError
 
 @dataclass(frozen=True)
 class Generator:
@@ -82,3 +82,31 @@ def ensure_sample(home: Path, trace: str, progress: Callable[[str], None] | None
         write_synthetic_release(trace, raw, sample_scale(trace), SAMPLE_SEED, progress)
     ingest(trace, raw, sample, progress=progress)
     return sample
+
+
+def home_with_jobs(home: Path, name: str, use_sample: bool = False,
+                   progress: Callable[[str], None] | None = None) -> Path:
+    """The data home holding the jobs of `name`: `home` when its catalog has them, else (and with
+    `use_sample`) the SYNTHETIC sample of the registered trace `name`, generated on first use.
+
+    `CatalogError` for a name that is neither in the catalog nor a registered trace.
+    """
+    from ddlx.datasets.canonical import jobs_table_name
+    from ddlx.datasets.catalog import read_registrations
+    from ddlx.datasets.registry import TRACES
+
+    registration = read_registrations(home).get(name)
+    ingested = registration is not None and jobs_table_name(name) in registration.tables
+    if ingested and not use_sample:
+        return home
+    if name not in TRACES:
+        if use_sample:
+            raise CatalogError(f"'{name}' is not a registered trace, so it has no SYNTHETIC sample; "
+                               f"drop --synthetic to use the dataset in {home}")
+        raise CatalogError(f"no jobs of '{name}' in {home}; expected a trace ({', '.join(TRACES)}) or a "
+                           f"dataset of the catalog (ddlx datasets import NAME --from FILE)")
+    if progress:
+        reason = "--synthetic" if ingested else f"no {name} jobs ingested in {home}"
+        progress(f"{name}: {reason}: using a SYNTHETIC sample from ddlx's generator (scale "
+                 f"{sample_scale(name)}). Ingest the real trace with `ddlx datasets ingest {name} --from DIR`.")
+    return ensure_sample(home, name, progress=progress)

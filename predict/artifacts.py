@@ -20,6 +20,7 @@ import os
 import platform
 import shutil
 import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -153,8 +154,12 @@ def build_card(fit: FitResult, *, trace: str, synthetic: bool, has_wall_clock: b
     return card
 
 
+#: How the card writes instants (UTC).
+CARD_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
 def _iso(value: Any) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return value.strftime(CARD_TIME_FORMAT)
 
 
 def check_out_folder(out: Path) -> None:
@@ -249,6 +254,17 @@ class Predictor:
     @property
     def model_id(self) -> str:
         return self.card["model_id"]
+
+    @property
+    def test_window_start(self) -> datetime:
+        """The first submission instant of the test window (UTC): jobs from here on were neither
+        fitted on nor used for early stopping."""
+        text = self.card.get("split", {}).get("test_from_utc")
+        try:
+            return datetime.strptime(str(text), CARD_TIME_FORMAT).replace(tzinfo=timezone.utc)
+        except ValueError:
+            raise ModelFileError(f"{self.path / CARD_FILE}: no test window start "
+                                 f"(split.test_from_utc: {text!r})") from None
 
     @property
     def local_tz(self) -> str | None:

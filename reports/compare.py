@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlx.analysis.model import AnalysisResult
-from ddlx.errors import CatalogError, DdlxError
+from ddlx.errors import DdlxError
 from ddlx.reports.report import Report, TraceInput, assemble
 
 
@@ -40,31 +40,6 @@ def check_names(names: Sequence[str]) -> list[str]:
     return cleaned
 
 
-def analysis_home(home: Path, name: str, use_sample: bool = False,
-                  progress: Callable[[str], None] | None = None) -> Path:
-    """The data home to analyse `name` in: `home` when its jobs are in that catalog, else (and with
-    `use_sample`) the SYNTHETIC sample of a registered trace, generated on first use."""
-    from ddlx.datasets.canonical import jobs_table_name
-    from ddlx.datasets.catalog import read_registrations
-    from ddlx.datasets.registry import TRACES
-    from ddlx.datasets.synthetic import ensure_sample, sample_scale
-
-    registration = read_registrations(home).get(name)
-    ingested = registration is not None and jobs_table_name(name) in registration.tables
-    if ingested and not use_sample:
-        return home
-    if name not in TRACES:
-        if use_sample:
-            raise CatalogError(f"'{name}' is not a registered trace, so it has no SYNTHETIC sample; "
-                               f"drop --synthetic to use the dataset in {home}")
-        raise CatalogError(f"no jobs of '{name}' in {home}; expected a trace ({', '.join(TRACES)}) or a "
-                           f"dataset of the catalog (ddlx datasets import NAME --from FILE)")
-    if progress:
-        reason = "--synthetic" if ingested else f"no {name} jobs ingested in {home}"
-        progress(f"{name}: {reason}: using a SYNTHETIC sample from ddlx's generator (scale {sample_scale(name)}).")
-    return ensure_sample(home, name, progress=progress)
-
-
 def build_compare_report(results: Sequence[AnalysisResult], title: str | None = None) -> Report:
     """The report of several traces side by side; each trace's results folder is `<trace>/`
     beside the report."""
@@ -83,12 +58,13 @@ def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
     """Analyse each of `names`, write their results folders and the compare report into `out_dir`;
     returns the path of `report.html` and the report."""
     from ddlx.analysis.runner import run_analysis
+    from ddlx.datasets.synthetic import home_with_jobs
     from ddlx.reports.render import write_report_files
     from ddlx.reports.results import write_results
 
     names = check_names(names)
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir(names)
-    homes = {name: analysis_home(Path(home), name, use_sample, progress) for name in names}
+    homes = {name: home_with_jobs(Path(home), name, use_sample, progress) for name in names}
     results = [run_analysis(homes[name], name, modules, progress=progress, options=options) for name in names]
     for result in results:
         write_results(result, out_dir / result.trace)

@@ -11,6 +11,7 @@ See docs/simulate.md for the cluster model, each policy and every metric.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,7 +28,8 @@ from ddlx.simulate.workload import (EXCLUSION_REASONS, GPU_UNITS_PER_GPU, Capaci
 __all__ = [
     "EXCLUSION_REASONS", "GPU_UNITS_PER_GPU", "LAS_THRESHOLDS_GPU_S", "POLICIES", "SIMULATION_DEFINITIONS",
     "Capacity", "Policy", "PolicyResult", "Predictor", "Schedule", "SimulationError", "SimulationReport",
-    "Workload", "build_workload", "estimates_from_predictor", "las_policy", "load_workload", "resolve_policies",
+    "Workload", "build_workload", "estimates_from_predictor", "las_policy", "load_workload", "predicted_run_times",
+    "resolve_policies",
     "simulate", "simulate_policy", "simulate_trace", "summarize", "trace_capacity", "workload_from_arrays",
     "write_json",
 ]
@@ -69,14 +71,23 @@ def simulate(workload: Workload, policies: list[str | Policy] | str | Policy, ba
 
 def estimates_from_predictor(predictor: Predictor, workload: Workload) -> tuple[np.ndarray, dict[str, Any]]:
     """Predicted run times (seconds) of the workload's jobs from `predictor`, in the workload's
-    order, and a description of them (model ids, count). The workload must keep its canonical rows.
+    order, and a description of them (model ids, count). The workload must keep its canonical rows,
+    which are all the predictor sees (see `simulate_trace` for predictions with the whole trace).
+    """
+    if workload.canonical is None:
+        raise SimulationError("the workload was loaded without its canonical rows; a predictor needs them")
+    return predicted_run_times(predictor, workload.canonical)
+
+
+def predicted_run_times(predictor: Predictor, jobs: pl.DataFrame,
+                        require_all: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
+    """Predicted run times (seconds, NaN where none) of the canonical rows `jobs` from `predictor`,
+    in their order, and a description of them (model ids, count). With `require_all`, a row without
+    a usable prediction is a `SimulationError` (else the simulator refuses it only if simulated).
 
     Predictions are matched to jobs by position when the predictor returns the rows in the order
     given (same job ids), else by `job_id` (which must then be unique and present in both).
     """
-    if workload.canonical is None:
-        raise SimulationError("the workload was loaded without its canonical rows; a predictor needs them")
-    jobs = workload.canonical
     predictions = predictor.predict(jobs)
     if not isinstance(predictions, pl.DataFrame) or not {"job_id", "pred_s"} <= set(predictions.columns):
         raise SimulationError("the predictor's output must be a polars DataFrame with columns job_id and pred_s")
@@ -94,7 +105,7 @@ def estimates_from_predictor(predictor: Predictor, workload: Workload) -> tuple[
         values = matched["pred_s"]
     estimates = values.cast(pl.Float64).fill_null(float("nan")).to_numpy().astype(np.float64)
     missing = int(np.count_nonzero(~np.isfinite(estimates)))
-    if missing:
+    if missing and require_all:
         raise SimulationError(f"the predictor gave no usable prediction for {missing:,} of {jobs.height:,} jobs")
     model_ids = (sorted(str(m) for m in predictions["model_id"].unique().drop_nulls().to_list())
                  if "model_id" in predictions.columns else [])
@@ -104,12 +115,14 @@ def estimates_from_predictor(predictor: Predictor, workload: Workload) -> tuple[
 def simulate_trace(home: Path, trace: str, policies: list[str | Policy] | str | Policy, backfill: bool = True,
                    gpus: float | None = None, limit: int | None = None, cluster: str | None = None,
                    predictor: Predictor | None = None, las_thresholds_gpu_s: tuple[float, ...] | None = None,
-                   predictor_label: str | None = None) -> SimulationReport:
+                   predictor_label: str | None = None, submitted_from: datetime | None = None) -> SimulationReport:
     """Simulate a trace (or imported dataset) of the catalog of `home`.
 
-    Cluster size: `gpus` when given, else the catalog's (`trace_capacity`). `limit` keeps the first
-    jobs by submission; `cluster` restricts jobs and capacity to one cluster of the trace;
-    `predictor` gives the estimates of sjf-predicted (computed on the simulated jobs).
+    Cluster size: `gpus` when given, else the catalog's (`trace_capacity`). `submitted_from` (an
+    aware datetime) leaves out the jobs submitted before it; `limit` then keeps the first jobs by
+    submission; `cluster` restricts jobs and capacity to one cluster of the trace. `predictor`
+    gives the estimates of sjf-predicted, computed with every job of the trace (or cluster) handed
+    to it, so that its history features see the jobs before the simulated ones.
     """
     from ddlx.analysis.context import open_trace
 
@@ -119,14 +132,25 @@ def simulate_trace(home: Path, trace: str, policies: list[str | Policy] | str | 
         raise SimulationError("sjf-predicted needs run-time estimates: give a predictor (--predictor DIR)")
     if gpus is not None and not gpus > 0:
         raise SimulationError(f"cluster size must be above 0 GPUs, got {gpus:g}")
+    if submitted_from is not None and submitted_from.tzinfo is None:
+        raise SimulationError("the start of the simulated window needs a time zone (UTC)")
+    described: dict[str, Any] | None = None
+
+    def estimates(jobs: pl.DataFrame) -> np.ndarray:
+        nonlocal described
+        assert predictor is not None
+        values, described = predicted_run_times(predictor, jobs, require_all=False)
+        if predictor_label:
+            described["path"] = predictor_label
+        return values
+
     with open_trace(Path(home), trace) as ctx:
         capacity = (Capacity(float(gpus), "given", "given by the user (--gpus)") if gpus is not None
                     else trace_capacity(ctx, cluster))
-        workload = load_workload(ctx, capacity, limit=limit, cluster=cluster, keep_canonical=wants_estimates)
-    described = None
-    if wants_estimates and predictor is not None:
-        values, described = estimates_from_predictor(predictor, workload)
-        if predictor_label:
-            described["path"] = predictor_label
-        workload = workload.with_estimates(values)
+        workload = load_workload(ctx, capacity, limit=limit, cluster=cluster,
+                                 submitted_from_s=submitted_from.timestamp() if submitted_from else None,
+                                 estimates=estimates if wants_estimates else None)
+    if described is not None:
+        described["jobs_given_to_predictor"] = described["jobs"]
+        described["jobs"] = workload.jobs
     return simulate(workload, chosen, backfill, estimates=described)

@@ -134,6 +134,7 @@ class SimulationReport:
                 "excluded": dict(workload.excluded),
                 "exclusion_reasons": dict(EXCLUSION_REASONS),
                 "first_submission_utc": origin,
+                "submitted_from_utc": workload.source.get("submitted_from_utc"),
                 "work_gpu_s": float(np.sum(workload.gpu_units() * workload.run_s) / GPU_UNITS_PER_GPU),
             },
             "las_thresholds_gpu_s": list(las.thresholds_gpu_s) if las else None,

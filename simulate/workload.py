@@ -12,7 +12,9 @@ thousandths (`GPU_UNITS_PER_GPU`), a request rounded to the nearest thousandth, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,7 @@ GPU_UNITS_PER_GPU = 1000
 #: Why a job is not simulated, in the order the reasons are tested (a job counts under the first).
 EXCLUSION_REASONS: dict[str, str] = {
     "no_submit_time": "no submission time",
+    "before_window": "submitted before the simulated window (e.g. the predictor's training and validation jobs)",
     "no_gpu_count": "GPU request missing",
     "cpu_only": "no GPU requested (0 GPUs: CPU-only job)",
     "no_run_time": "no run time (never started, still running, or no end)",
@@ -106,10 +109,13 @@ def check_estimates(estimates: np.ndarray, jobs: int) -> None:
 
 
 def build_workload(frame: pl.DataFrame, capacity: Capacity, limit: int | None = None,
-                   keep_canonical: bool = False, source: dict[str, Any] | None = None) -> Workload:
+                   keep_canonical: bool = False, source: dict[str, Any] | None = None,
+                   submitted_from_s: float | None = None) -> Workload:
     """A `Workload` from a frame with `job_id`, `submit_s` (any origin, seconds), `run_s`,
     `num_gpus` and optionally `estimate_s`: exclusions counted, order set, `limit` applied.
 
+    `submitted_from_s` (same origin as `submit_s`) leaves out the jobs submitted before it: the
+    simulation then starts from an empty cluster at the first later submission.
     With `keep_canonical`, the other columns of the simulated rows are kept as `canonical`.
     """
     if capacity.gpus <= 0:
@@ -117,7 +123,9 @@ def build_workload(frame: pl.DataFrame, capacity: Capacity, limit: int | None = 
     if limit is not None and limit < 1:
         raise SimulationError(f"job limit must be 1 or more, got {limit}")
     submit, run, gpus = pl.col("submit_s"), pl.col("run_s"), pl.col("num_gpus")
+    before = submit < submitted_from_s if submitted_from_s is not None else pl.lit(False)
     reason = (pl.when(submit.is_null() | submit.is_nan()).then(pl.lit("no_submit_time"))
+              .when(before).then(pl.lit("before_window"))
               .when(gpus.is_null() | gpus.is_nan()).then(pl.lit("no_gpu_count"))
               .when(gpus <= 0).then(pl.lit("cpu_only"))
               .when(run.is_null() | run.is_nan()).then(pl.lit("no_run_time"))
@@ -221,10 +229,14 @@ _ROW_ORDER = ("submit_time NULLS LAST, job_id NULLS LAST, cluster NULLS LAST, ru
 
 
 def load_workload(ctx: TraceContext, capacity: Capacity, limit: int | None = None, cluster: str | None = None,
-                  keep_canonical: bool = False) -> Workload:
+                  keep_canonical: bool = False, submitted_from_s: float | None = None,
+                  estimates: Callable[[pl.DataFrame], np.ndarray] | None = None) -> Workload:
     """The workload of one trace of the catalog (of one `cluster` of it, when given).
 
-    `keep_canonical` also keeps every canonical column of the simulated jobs (for a predictor).
+    `keep_canonical` also keeps every canonical column of the simulated jobs. `estimates`, given
+    the canonical rows of all the trace's (or cluster's) jobs in submission order, returns a run-time
+    estimate per row (seconds): a predictor sees every job, so that its history features are
+    whole also when `limit` or `submitted_from_s` (Unix seconds) keep only some of them.
     """
     where = ""
     if cluster is not None:
@@ -233,12 +245,18 @@ def load_workload(ctx: TraceContext, capacity: Capacity, limit: int | None = Non
             raise SimulationError(f"'{ctx.trace}' has no cluster '{cluster}'; its clusters: "
                                   + ", ".join(str(c) for c in clusters))
         where = f"WHERE cluster = {sql_string(cluster)}"
-    columns = f"{_WORKLOAD_COLUMNS}, * EXCLUDE (job_id, run_s, num_gpus)" if keep_canonical else _WORKLOAD_COLUMNS
+    canonical = keep_canonical or estimates is not None
+    columns = f"{_WORKLOAD_COLUMNS}, * EXCLUDE (job_id, run_s, num_gpus)" if canonical else _WORKLOAD_COLUMNS
     frame = ctx.query(f"SELECT {columns} FROM {ctx.jobs} {where} ORDER BY {_ROW_ORDER}")
+    # The canonical column order of docs/schema.md.
+    order = ctx.query(f"SELECT * FROM {ctx.jobs} LIMIT 0").columns
+    if estimates is not None:
+        frame = frame.with_columns(pl.Series("estimate_s", estimates(frame.select(order)), dtype=pl.Float64))
     source = {"trace": ctx.trace, "cluster": cluster, "synthetic": ctx.synthetic}
-    workload = build_workload(frame, capacity, limit=limit, keep_canonical=keep_canonical, source=source)
+    if submitted_from_s is not None:
+        source["submitted_from_utc"] = datetime.fromtimestamp(submitted_from_s, tz=timezone.utc).isoformat()
+    workload = build_workload(frame, capacity, limit=limit, keep_canonical=keep_canonical, source=source,
+                              submitted_from_s=submitted_from_s)
     if workload.canonical is not None:
-        # Back to the canonical column order of docs/schema.md.
-        order = ctx.query(f"SELECT * FROM {ctx.jobs} LIMIT 0").columns
         workload.canonical = workload.canonical.select(order)
     return workload

@@ -25,7 +25,8 @@ from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import CatalogError
 from ddlx.reports import charts
-from ddlx.reports.compare import CompareError, analysis_home, build_compare_report, check_names
+from ddlx.datasets.synthetic import home_with_jobs
+from ddlx.reports.compare import CompareError, build_compare_report, check_names
 from ddlx.reports.report import MODULE_SECTIONS, build_report
 from ddlx.reports.results import write_results
 from tests.conftest import write_pai_release
@@ -276,7 +277,7 @@ def test_compare_names_are_checked(tmp_path: Path) -> None:
     with pytest.raises(CompareError, match="named twice"):
         check_names(["pai", "pai-trace"])
     with pytest.raises(CatalogError, match="no jobs of 'nosuch'"):
-        analysis_home(tmp_path / "home", "nosuch")
+        home_with_jobs(tmp_path / "home", "nosuch")
 
 
 def test_report_document_is_plain_json(lab: AnalysisResult) -> None:

@@ -5,7 +5,7 @@ one-line errors. Expected numbers are derived by hand in the comments."""
 from __future__ import annotations
 
 import json
-import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
@@ -14,7 +14,6 @@ import pytest
 from ddlx.cli.simulate import simulate_command
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
-from ddlx.simulate import SimulationError
 from tests.conftest import assert_clean_failure, write_pai_release
 
 # Seconds since the Unix epoch. A-D are the four jobs of test_simulate_engine (submissions 0-3 s
@@ -128,16 +127,18 @@ def test_capacity_comes_from_the_catalog(sim, tmp_path: Path) -> None:
 
 
 class _TablePredictor:
-    """A stand-in for a saved predictor: fixed predictions per job id, rows returned sorted by id desc."""
+    """A stand-in for a saved predictor: fixed predictions per job id, rows returned sorted by id
+    desc; its test window starts at `test_from` (Unix seconds)."""
 
-    def __init__(self, predictions: dict[str, float]):
+    def __init__(self, predictions: dict[str, float], test_from: float = 0.0):
         self.predictions = predictions
         self.seen: pl.DataFrame | None = None
+        self.test_window_start = datetime.fromtimestamp(test_from, tz=timezone.utc)
 
     def predict(self, jobs: pl.DataFrame) -> pl.DataFrame:
         self.seen = jobs
         return (jobs.select("job_id")
-                .with_columns(pl.col("job_id").replace_strict(self.predictions, return_dtype=pl.Float64).alias("pred_s"),
+                .with_columns(pl.col("job_id").replace_strict(self.predictions, default=None, return_dtype=pl.Float64).alias("pred_s"),
                               pl.lit("table-v1").alias("model_id"))
                 .sort("job_id", descending=True))
 
@@ -147,28 +148,47 @@ def test_sjf_predicted_through_a_predictor(sim, hand_home: Path, tmp_path: Path,
     # Estimates A 1, B 100, C 50, D 200 without backfilling: JCT 10, 11, 3, 10 -> 8.5 (engine tests).
     fake = _TablePredictor({"A": 1.0, "B": 100.0, "C": 50.0, "D": 200.0})
     asked: list[Path] = []
-    monkeypatch.setattr("ddlx.cli.simulate.load_predictor_from", lambda path: asked.append(path) or fake)
+    monkeypatch.setattr("ddlx.predict.load_predictor", lambda path: asked.append(path) or fake)
     out = tmp_path / "pred.json"
     model_dir = tmp_path / "model"
     result = sim("simulate", "--dataset", "hand", "--gpus", "4", "--compare", "sjf-predicted,fifo", "--no-backfill",
                  "--predictor", model_dir, "--out", out, "--data-home", hand_home)
     assert result.code == 0, result.err
     assert asked == [model_dir]
-    # The predictor saw the canonical rows of the four simulated jobs, in submission order.
-    assert fake.seen is not None and fake.seen["job_id"].to_list() == ["A", "B", "C", "D"]
+    # The predictor saw the canonical rows of all seven jobs (its history needs every job), in
+    # submission order; four of them are simulated (E, F and G, not simulated, get no prediction).
+    assert fake.seen is not None and fake.seen["job_id"].to_list() == list("ABCDEFG")
     assert {"user", "vc", "submit_time", "num_gpus"} <= set(fake.seen.columns)
     document = json.loads(out.read_text())
     assert _by_policy(document)["sjf-predicted"]["jct_avg_s"] == pytest.approx(8.5)
     assert document["estimates"] == {"source": "predictor", "model_ids": ["table-v1"], "jobs": 4,
-                                     "path": str(model_dir)}
+                                     "jobs_given_to_predictor": 7, "path": str(model_dir)}
+    assert "sjf-predicted orders by the predictions of table-v1" in result.out
 
 
-def test_predictor_glue_without_the_predict_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from ddlx.cli.simulate import load_predictor_from
-
-    monkeypatch.setitem(sys.modules, "ddlx.predict", None)  # import fails as if it were not installed
-    with pytest.raises(SimulationError, match="no predictors"):
-        load_predictor_from(tmp_path)
+def test_test_window_keeps_the_jobs_the_predictor_never_saw(sim, hand_home: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # The window starts at 1002 s: A and B (1000, 1001) are left out. C (2 GPUs, 3 s) and D (1 GPU,
+    # 1 s) both start at once on 4 GPUs: JCT 3 and 1 under any policy -> 2. E, F and G keep their
+    # own reasons. The predictor still sees all seven jobs.
+    fake = _TablePredictor(dict(zip("ABCDEFG", [1.0, 100.0, 50.0, 200.0, 5.0, 5.0, 5.0])), test_from=1002)
+    monkeypatch.setattr("ddlx.predict.load_predictor", lambda path: fake)
+    out = tmp_path / "window.json"
+    result = sim("simulate", "--dataset", "hand", "--gpus", "4", "--compare", "fifo,sjf-predicted",
+                 "--predictor", tmp_path / "model", "--test-window", "--out", out, "--data-home", hand_home)
+    assert result.code == 0, result.err
+    document = json.loads(out.read_text())
+    workload = document["workload"]
+    assert workload["jobs_simulated"] == 2 and workload["excluded"]["before_window"] == 2
+    assert workload["excluded"]["cpu_only"] == workload["excluded"]["larger_than_cluster"] == 1
+    assert workload["submitted_from_utc"] == workload["first_submission_utc"] == "1970-01-01T00:16:42+00:00"
+    assert fake.seen is not None and fake.seen.height == 7
+    assert {p: v["jct_avg_s"] for p, v in _by_policy(document).items()} == {"fifo": 2.0, "sjf-predicted": 2.0}
+    assert "window: jobs submitted from 1970-01-01T00:16:42+00:00 on" in result.out
+    # Without the predictor there is no window to take.
+    alone = sim("simulate", "--dataset", "hand", "--gpus", "4", "--policy", "fifo", "--test-window",
+                "--data-home", hand_home)
+    assert alone.code == 2 and "--test-window needs --predictor" in alone.err
 
 
 def test_clean_errors(sim, hand_home: Path) -> None:
@@ -180,7 +200,7 @@ def test_clean_errors(sim, hand_home: Path) -> None:
                  "--data-home", hand_home)
     assert_clean_failure(result, "sjf-predicted needs run-time estimates", "--predictor")
     result = sim("simulate", "--dataset", "nothing", "--gpus", "4", "--policy", "fifo", "--data-home", hand_home)
-    assert_clean_failure(result, "no jobs of trace 'nothing'")
+    assert_clean_failure(result, "no jobs of 'nothing'", "ddlx datasets import")
     result = sim("simulate", "--dataset", "hand", "--gpus", "4", "--policy", "fifo", "--cluster", "elsewhere",
                  "--data-home", hand_home)
     assert_clean_failure(result, "'hand' has no cluster 'elsewhere'", "jobs")
@@ -190,5 +210,5 @@ def test_simulate_has_help(sim) -> None:
     result = sim("simulate", "--help")
     assert result.code == 0
     for option in ("--trace", "--dataset", "--policy", "--compare", "--predictor", "--backfill", "--gpus",
-                   "--limit", "--out", "--data-home"):
+                   "--limit", "--test-window", "--synthetic", "--out", "--data-home"):
         assert option in result.out

@@ -169,7 +169,8 @@ def test_excluded_jobs_are_counted_by_reason() -> None:
     assert workload.submit_s.tolist() == [0, 5]
     assert workload.jobs_considered == 7
     assert workload.excluded == {"no_submit_time": 1, "no_run_time": 1, "zero_run_time": 1, "no_gpu_count": 0,
-                                 "cpu_only": 1, "larger_than_cluster": 1, "after_limit": 0}
+                                 "cpu_only": 1, "larger_than_cluster": 1, "after_limit": 0,
+                                 "before_window": 0}
     limited = workload_from_arrays([3, 1, 2], [1, 1, 1], [1, 1, 1], capacity_gpus=1, limit=2)
     assert limited.job_ids == ["1", "2"] and limited.excluded["after_limit"] == 1
     with pytest.raises(SimulationError, match="no job to simulate"):
