@@ -18,8 +18,8 @@ import polars as pl
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
-from ddlx.analysis.sql import (CDF_PROBABILITIES, GPU_BUCKET_SQL, SUMMARY_QUANTILES, double_list_sql, sort_buckets,
-                               trace_end_sql)
+from ddlx.analysis.sql import (CDF_PROBABILITIES, GPU_BUCKET_SQL, SUMMARY_QUANTILES, double_list_sql,
+                               quantiles_from_counts_sql, sort_buckets, trace_end_sql)
 
 DEFINITIONS: tuple[Definition, ...] = (
     Definition(
@@ -126,31 +126,14 @@ def _bucket_curves_ctes(ctx: TraceContext, trace_end_s: float | None) -> str:
             FROM curve WHERE finished_n > 0)"""
 
 
-def _interpolated_sql(probs: str, curves: str, keys: Sequence[str], count: str) -> str:
-    """SELECT: continuous quantiles (as `quantile_cont`) from a distribution held as counts.
-
-    `probs` is a FROM item with `keys`, `probability` and `{count}` (values in the distribution);
-    `curves` one with `keys`, `time_s` and `cum` (values at or below `time_s`; only rows that hold
-    values). Rows: every column of `probs`, `x0`, `x1` (the order statistics around the quantile)
-    and `h` (its fractional position)."""
-    on = " AND ".join(f"p.{k} = c.{k}" for k in keys)
-    on_lo = " AND ".join(f"lo.{k} = c.{k}" for k in keys)
-    return f"""
-        SELECT lo.*, c.time_s AS x1 FROM (
-            SELECT p.*, c.time_s AS x0 FROM (
-                SELECT *, ({count} - 1) * probability AS h FROM {probs}) AS p
-            ASOF LEFT JOIN {curves} AS c ON {on} AND floor(p.h) < c.cum) AS lo
-        ASOF LEFT JOIN {curves} AS c ON {on_lo} AND ceil(lo.h) < c.cum"""
-
-
 def _bucket_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilities: Sequence[float]) -> pl.DataFrame:
     return ctx.query(f"""
         WITH {_bucket_curves_ctes(ctx, trace_end_s)},
         probs AS (SELECT *, unnest({double_list_sql(probabilities)}) AS probability FROM groups),
-        plain AS ({_interpolated_sql("probs", "(SELECT gpu_bucket, time_s, finished_cum AS cum FROM events)",
-                                     ("gpu_bucket",), "finished_jobs")})
-        SELECT plain.gpu_bucket, plain.probability,
-               plain.x0 + (plain.h - floor(plain.h)) * (plain.x1 - plain.x0) AS run_s,
+        plain AS ({quantiles_from_counts_sql(
+            "probs", "(SELECT gpu_bucket, time_s, finished_cum AS cum FROM events)", ("gpu_bucket",),
+            "finished_jobs", value="time_s")})
+        SELECT plain.gpu_bucket, plain.probability, plain.quantile AS run_s,
                plain.finished_jobs, km.time_s AS run_s_km, plain.censored_jobs,
                plain.jobs, plain.untimed_jobs, plain.mean_s
         FROM plain ASOF LEFT JOIN events AS km
@@ -234,8 +217,9 @@ def _state_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilities
         probs AS (
             SELECT state, state_key, censored, sum(n)::BIGINT AS jobs, unnest({double_list_sql(probabilities)}) AS probability
             FROM steps WHERE time_s IS NOT NULL GROUP BY state, state_key, censored),
-        quantiles AS ({_interpolated_sql("probs", "curves", ("state_key", "censored"), "jobs")})
-        SELECT q.state, q.censored, q.probability, q.x0 + (q.h - floor(q.h)) * (q.x1 - q.x0) AS run_s, q.jobs,
+        quantiles AS ({quantiles_from_counts_sql("probs", "curves", ("state_key", "censored"), "jobs",
+                                                 value="time_s")})
+        SELECT q.state, q.censored, q.probability, q.quantile AS run_s, q.jobs,
                c.state_jobs, c.finished_jobs, c.censored_jobs, c.untimed_jobs, c.mean_s
         FROM quantiles AS q JOIN counts AS c USING (state_key)
         UNION ALL

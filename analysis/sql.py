@@ -39,6 +39,27 @@ def double_list_sql(values: Sequence[float]) -> str:
     return "[" + ", ".join(repr(float(v)) for v in values) + "]::DOUBLE[]"
 
 
+def quantiles_from_counts_sql(probs: str, curves: str, keys: Sequence[str], count: str,
+                              value: str = "value") -> str:
+    """SELECT: continuous quantiles (the same as DuckDB's `quantile_cont`) of distributions held as
+    cumulative counts, one distribution per value of `keys`.
+
+    `probs` is a FROM item with `keys`, `probability` and `{count}` (values in the distribution);
+    `curves` one with `keys`, `{value}` and `cum` (values at or below it; one row per distinct value
+    that occurs). Rows: every column of `probs` and `quantile`: with n values sorted x_0..x_(n-1)
+    and h = (n - 1) p, x_floor(h) + (h - floor(h)) (x_ceil(h) - x_floor(h)).
+    """
+    on = "".join(f"p.{k} = c.{k} AND " for k in keys)
+    on_lo = "".join(f"lo.{k} = c.{k} AND " for k in keys)
+    return f"""
+        SELECT * EXCLUDE (h, x0, x1), x0 + (h - floor(h)) * (x1 - x0) AS quantile FROM (
+            SELECT lo.*, c.{value} AS x1 FROM (
+                SELECT p.*, c.{value} AS x0 FROM (
+                    SELECT *, ({count} - 1) * probability AS h FROM {probs}) AS p
+                ASOF LEFT JOIN {curves} AS c ON {on}floor(p.h) < c.cum) AS lo
+            ASOF LEFT JOIN {curves} AS c ON {on_lo}ceil(lo.h) < c.cum)"""
+
+
 def sort_buckets(frame: pl.DataFrame, column: str = "gpu_bucket") -> pl.DataFrame:
     """`frame` with its GPU-bucket `column` in `GPU_BUCKET_ORDER` (stable for other columns)."""
     order = {label: i for i, label in enumerate(GPU_BUCKET_ORDER)}

@@ -23,8 +23,8 @@ from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.sql import (
-    CDF_PROBABILITIES, GPU_BUCKET_SQL, allocation_events_sql, cdf_table, local_time_sql, quantile_columns_sql,
-    sort_buckets, trace_end_sql,
+    CDF_PROBABILITIES, GPU_BUCKET_SQL, allocation_events_sql, cdf_table, double_list_sql, local_time_sql,
+    quantile_columns_sql, quantiles_from_counts_sql, sort_buckets, trace_end_sql,
 )
 from ddlx.datasets.csvload import sql_string
 from ddlx.errors import CatalogError, DdlxError
@@ -493,19 +493,14 @@ def cdf_from_counts(ctx: TraceContext, counts: str,
     """The CDF of a distribution given as counts: `counts` is a FROM item of (`value`, `n`: how
     many times it occurs). The rows of `cdf_table` (`probability`, `value`, `rows`) with the same
     continuous quantiles, without holding every value: for samples of hundreds of millions."""
-    probs = "[" + ", ".join(repr(float(p)) for p in probabilities) + "]::DOUBLE[]"
     return ctx.query(f"""
         WITH c AS (SELECT value, sum(n) AS n FROM {counts} WHERE value IS NOT NULL GROUP BY value),
-        cum AS (SELECT value, sum(n) OVER (ORDER BY value ROWS UNBOUNDED PRECEDING) AS upto FROM c),
-        total AS (SELECT sum(n) AS rows FROM c),
-        pos AS (
-            SELECT p AS probability, (rows - 1) * p AS h, floor((rows - 1) * p) AS r0,
-                   ceil((rows - 1) * p) AS r1, rows
-            FROM total, unnest({probs}) AS u(p) WHERE rows > 0),
-        lower AS (SELECT pos.*, cum.value AS v0 FROM pos ASOF JOIN cum ON pos.r0 < cum.upto),
-        upper AS (SELECT lower.*, cum.value AS v1 FROM lower ASOF JOIN cum ON lower.r1 < cum.upto)
-        SELECT probability, v0 + (h - r0) * (v1 - v0) AS value, CAST(rows AS BIGINT) AS rows
-        FROM upper ORDER BY probability""")
+        curve AS (SELECT value, sum(n) OVER (ORDER BY value ROWS UNBOUNDED PRECEDING) AS cum FROM c),
+        probs AS (
+            SELECT p AS probability, rows FROM (SELECT sum(n) AS rows FROM c),
+                   unnest({double_list_sql(probabilities)}) AS u(p) WHERE rows > 0),
+        q AS ({quantiles_from_counts_sql("probs", "curve", (), "rows")})
+        SELECT probability, quantile AS value, CAST(rows AS BIGINT) AS rows FROM q ORDER BY probability""")
 
 
 def philly_gpu_minute_counts(ctx: TraceContext) -> pl.DataFrame:
