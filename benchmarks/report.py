@@ -1,7 +1,7 @@
 """Benchmark: the HTML report of a scale-1 PAI trace, its size, the time to write it, the time a
 headless Chromium takes to load it, and memory. Prints a table.
 
-    python benchmarks/report.py --data-home /work/bench/pai1/home [--trace pai] [--repeat 5] [--out DIR]
+    python benchmarks/report.py --data-home DATA_HOME [--trace pai] [--repeat 5] [--out DIR]
     python benchmarks/report.py --scale 1 [--workdir DIR]    # generate and ingest a SYNTHETIC trace first
 
 Steps:

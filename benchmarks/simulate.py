@@ -2,8 +2,10 @@
 Prints a table of wall time (loading the jobs from the catalog, and the simulation itself), peak
 memory and the average JCT. Target: any policy on 1 M jobs in under 2 minutes.
 
-    python benchmarks/simulate.py [--home /work/bench/pai1/home] [--trace pai] [--gpus 600 ...]
+    python benchmarks/simulate.py [--workdir DIR] [--reuse] [--home DATA_HOME --trace T] [--gpus 600 ...]
 
+Without --home, a SYNTHETIC PAI trace of scale 1 is generated with `ddlx datasets synth` into
+--workdir and ingested there (as benchmarks/analyze.py does; --reuse keeps one a previous run left).
 Each run is a separate process (so its peak RSS is its own). Scenarios: the catalog's capacity
 (PAI: 6,742 GPUs, where the generated load leaves queues short) and each `--gpus N` given (default
 600: an overloaded pool where hundreds of thousands of jobs wait and LAS preempts over a million
@@ -16,7 +18,11 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from analyze import ensure_pai  # noqa: E402
 
 RUN_ONE = r'''
 import json, resource, sys, time
@@ -42,16 +48,22 @@ POLICIES = ("fifo", "sjf-oracle", "las")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--home", type=Path, default=Path("/work/bench/pai1/home"))
+    parser.add_argument("--home", type=Path, default=None, help="data home with --trace ingested")
     parser.add_argument("--trace", default="pai")
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--reuse", action="store_true", help="reuse the trace a previous run left in --workdir")
     parser.add_argument("--gpus", type=int, nargs="*", default=[600],
                         help="cluster sizes to run besides the catalog's (none: only the catalog's)")
     parser.add_argument("--policies", default=",".join(POLICIES),
                         help="sjf-predicted needs a predictor and is not run here; its engine is sjf-oracle's")
     args = parser.parse_args()
-    if not (args.home / "catalog.duckdb").exists():
-        sys.exit(f"no catalog in {args.home}: generate and ingest a PAI trace first "
-                 "(ddlx datasets synth pai --scale 1 --out R; ddlx datasets ingest pai --from R --data-home H)")
+    if args.home is None:
+        if args.trace != "pai":
+            sys.exit("--trace other than pai needs --home (a data home with it ingested)")
+        workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ddlx-bench-simulate-"))
+        args.home = ensure_pai(workdir, 1.0, args.reuse, [])[1]
+    elif not (args.home / "catalog.duckdb").exists():
+        sys.exit(f"no catalog in {args.home}")
     rows = []
     for gpus in ["catalog", *map(str, args.gpus)]:
         for policy in args.policies.split(","):
