@@ -8,15 +8,25 @@ the commands.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ddlx.cli.options import DataHome, Dataset, Trace, UseSample, jobs_source
 from ddlx.cli.options import say as _say
 
+if TYPE_CHECKING:
+    from ddlx.predict.artifacts import Predictor
+
 predict_app = typer.Typer(help="Job-duration predictors: train, apply, export for simulators.",
                           no_args_is_help=True)
+
+def note_if_trained_elsewhere(predictor: "Predictor", name: str) -> None:
+    """A note on stderr when `predictor` was trained on another trace or dataset than `name`."""
+    trained_on = predictor.card.get("data", {}).get("trace")
+    if trained_on != name:
+        _say(f"note: model {predictor.model_id} was trained on '{trained_on}', applied to '{name}'")
+
 
 @predict_app.command("train")
 def predict_train(
@@ -70,9 +80,7 @@ def predict_apply(
         raise typer.BadParameter("expected a .parquet or .csv file name", param_hint="--out")
     predictor = load_predictor(model)
     home, name = jobs_source(trace, dataset, synthetic, data_home)
-    trained_on = predictor.card.get("data", {}).get("trace")
-    if trained_on != name:
-        _say(f"note: model {predictor.model_id} was trained on '{trained_on}', applied to '{name}'")
+    note_if_trained_elsewhere(predictor, name)
     table = predictor.predict_catalog(home, name)
     write_table(table, out)
     typer.echo(f"{table.height:,} predictions by model {predictor.model_id}: {out}")

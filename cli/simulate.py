@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ddlx.cli.options import DataHome, Dataset, Trace, UseSample, jobs_source
+from ddlx.cli.predict import note_if_trained_elsewhere
 
 if TYPE_CHECKING:
     from ddlx.simulate import SimulationReport
@@ -117,6 +118,8 @@ def simulate_command(
         typer.echo("note: --predictor is used by sjf-predicted and --test-window only; ignored", err=True)
     loaded = load_predictor(predictor) if predictor is not None else None
     home, name = jobs_source(trace, dataset, synthetic, data_home)
+    if loaded is not None:
+        note_if_trained_elsewhere(loaded, name)
     submitted_from = loaded.test_window_start if loaded is not None and test_window else None
     report = simulate_trace(home, name, chosen, backfill=backfill,
                             gpus=gpus, limit=limit, cluster=cluster,

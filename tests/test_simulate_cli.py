@@ -130,10 +130,13 @@ class _TablePredictor:
     """A stand-in for a saved predictor: fixed predictions per job id, rows returned sorted by id
     desc; its test window starts at `test_from` (Unix seconds)."""
 
-    def __init__(self, predictions: dict[str, float], test_from: float = 0.0):
+    model_id = "table-v1"
+
+    def __init__(self, predictions: dict[str, float], test_from: float = 0.0, trained_on: str = "hand"):
         self.predictions = predictions
         self.seen: pl.DataFrame | None = None
         self.test_window_start = datetime.fromtimestamp(test_from, tz=timezone.utc)
+        self.card = {"data": {"trace": trained_on}}
 
     def predict(self, jobs: pl.DataFrame) -> pl.DataFrame:
         self.seen = jobs
@@ -164,6 +167,7 @@ def test_sjf_predicted_through_a_predictor(sim, hand_home: Path, tmp_path: Path,
     assert document["estimates"] == {"source": "predictor", "model_ids": ["table-v1"], "jobs": 4,
                                      "jobs_given_to_predictor": 7, "path": str(model_dir)}
     assert "sjf-predicted orders by the predictions of table-v1" in result.out
+    assert "trained on" not in result.err
 
 
 def test_test_window_keeps_the_jobs_the_predictor_never_saw(sim, hand_home: Path, tmp_path: Path,
@@ -171,7 +175,8 @@ def test_test_window_keeps_the_jobs_the_predictor_never_saw(sim, hand_home: Path
     # The window starts at 1002 s: A and B (1000, 1001) are left out. C (2 GPUs, 3 s) and D (1 GPU,
     # 1 s) both start at once on 4 GPUs: JCT 3 and 1 under any policy -> 2. E, F and G keep their
     # own reasons. The predictor still sees all seven jobs.
-    fake = _TablePredictor(dict(zip("ABCDEFG", [1.0, 100.0, 50.0, 200.0, 5.0, 5.0, 5.0])), test_from=1002)
+    fake = _TablePredictor(dict(zip("ABCDEFG", [1.0, 100.0, 50.0, 200.0, 5.0, 5.0, 5.0])), test_from=1002,
+                           trained_on="elsewhere")
     monkeypatch.setattr("ddlx.predict.load_predictor", lambda path: fake)
     out = tmp_path / "window.json"
     result = sim("simulate", "--dataset", "hand", "--gpus", "4", "--compare", "fifo,sjf-predicted",
@@ -185,6 +190,7 @@ def test_test_window_keeps_the_jobs_the_predictor_never_saw(sim, hand_home: Path
     assert fake.seen is not None and fake.seen.height == 7
     assert {p: v["jct_avg_s"] for p, v in _by_policy(document).items()} == {"fifo": 2.0, "sjf-predicted": 2.0}
     assert "window: jobs submitted from 1970-01-01T00:16:42+00:00 on" in result.out
+    assert "note: model table-v1 was trained on 'elsewhere', applied to 'hand'" in result.err
     # Without the predictor there is no window to take.
     alone = sim("simulate", "--dataset", "hand", "--gpus", "4", "--policy", "fifo", "--test-window",
                 "--data-home", hand_home)
