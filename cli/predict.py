@@ -74,7 +74,7 @@ def predict_apply(
     data_home: DataHome = None,
 ) -> None:
     """Predict every job of a trace: job_id, pred_s, p50_s, p90_s, model_id, the job columns exporters need."""
-    from ddlx.predict.artifacts import load_predictor, write_table
+    from ddlx.predict.artifacts import PREDICTIONS_SYNTHETIC_BANNER, load_predictor, write_table
 
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise typer.BadParameter("expected a .parquet or .csv file name", param_hint="--out")
@@ -83,7 +83,11 @@ def predict_apply(
     note_if_trained_elsewhere(predictor, name)
     table = predictor.predict_catalog(home, name)
     write_table(table, out)
-    typer.echo(f"{table.height:,} predictions by model {predictor.model_id}: {out}")
+    synthetic = bool(table.height) and bool(table["synthetic"].any())
+    if synthetic:
+        typer.echo(f"*** {PREDICTIONS_SYNTHETIC_BANNER} ***")
+    typer.echo(f"{table.height:,} predictions by model {predictor.model_id}: {out}"
+               + (" (SYNTHETIC: column synthetic is true)" if synthetic else ""))
 
 
 @predict_app.command("export")
@@ -99,6 +103,7 @@ def predict_export(
         show_default=False)] = None,
 ) -> None:
     """Write predictions in the CSV shape a simulator reads."""
+    from ddlx.predict.artifacts import PREDICTIONS_SYNTHETIC_BANNER
     from ddlx.predict.export import EXPORT_FORMATS, export_predictions
 
     if export_format not in EXPORT_FORMATS:
@@ -106,6 +111,9 @@ def predict_export(
     if out.suffix.lower() != ".csv":
         raise typer.BadParameter("exports are CSV files: name it *.csv", param_hint="--out")
     result = export_predictions(predictions, export_format, out, cluster)
+    if result.synthetic:
+        typer.echo(f"*** {PREDICTIONS_SYNTHETIC_BANNER} (the {export_format} format has no place for the label: "
+                   "keep it with the file) ***", err=True)
     for reason, rows in result.left_out.items():
         if rows:
             _say(f"left out {rows:,} job(s): {reason.replace('_', ' ')}")

@@ -53,6 +53,7 @@ class ExportResult:
     format: str
     rows: int
     left_out: dict[str, int] = field(default_factory=dict)
+    synthetic: bool = False  # the prediction table says its predictions come from generated data
 
 
 def read_predictions(path: Path) -> pl.DataFrame:
@@ -145,6 +146,18 @@ def export_predictions(predictions: Path, fmt: str, out: Path, cluster: str | No
         raise PredictError(f"unknown export format '{fmt}'; expected one of {', '.join(EXPORT_FORMATS)}")
     if out.suffix.lower() != ".csv":
         raise PredictError(f"{out}: exports are CSV files; name the output *.csv")
-    frame, left_out = export_frame(read_predictions(predictions), fmt, str(predictions), cluster)
+    table = read_predictions(predictions)
+    frame, left_out = export_frame(table, fmt, str(predictions), cluster)
     write_table(frame, out)
-    return ExportResult(path=out, format=fmt, rows=frame.height, left_out=left_out)
+    return ExportResult(path=out, format=fmt, rows=frame.height, left_out=left_out,
+                        synthetic=is_synthetic(table))
+
+
+def is_synthetic(table: pl.DataFrame) -> bool:
+    """Whether a prediction table marks any row `synthetic` (Parquet booleans, or CSV `true`)."""
+    if "synthetic" not in table.columns:
+        return False
+    column = table.get_column("synthetic")
+    if column.dtype != pl.Boolean:
+        column = column.cast(pl.String).str.to_lowercase() == "true"
+    return bool(column.any())

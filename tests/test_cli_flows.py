@@ -190,3 +190,15 @@ def test_predict_and_simulate_without_data_use_the_synthetic_sample(cli, tmp_pat
     con.close()
     assert document["capacity"]["gpus"] == gpus
     assert document["workload"]["jobs_simulated"] == expected > 0
+    # Predictions and their exports carry the label too.
+    predictions = tmp_path / "pred.parquet"
+    applied = cli("predict", "apply", "--model", model, "--trace", "pai", "--out", predictions, "--data-home", home)
+    assert applied.code == 0, applied.err
+    assert "*** SYNTHETIC DATA" in applied.out and "(SYNTHETIC: column synthetic is true)" in applied.out
+    assert pl.read_parquet(predictions).get_column("synthetic").all()
+    as_csv = tmp_path / "pred.csv"
+    assert cli("predict", "apply", "--model", model, "--trace", "pai", "--out", as_csv, "--data-home", home).code == 0
+    for table in (predictions, as_csv):
+        exported = cli("predict", "export", "--predictions", table, "--format", "estimate-csv",
+                       "--out", tmp_path / "estimates.csv")
+        assert exported.code == 0 and "SYNTHETIC DATA" in exported.err and "keep it with the file" in exported.err

@@ -73,8 +73,10 @@ def test_train_apply_export_on_an_imported_dataset(pcli, tmp_path: Path) -> None
         result = pcli("predict", "apply", "--model", model, "--dataset", "toy", "--out", out, "--data-home", home)
         assert result.code == 0, result.err
         assert f"200 predictions by model {card['model_id']}" in result.out
+        assert "SYNTHETIC" not in result.out
     table = pl.read_parquet(tmp_path / "predictions.parquet")
     assert table.columns[:5] == ["job_id", "pred_s", "p50_s", "p90_s", "model_id"]
+    assert table.get_column("synthetic").to_list() == [False] * 200  # imported real data, real model
     assert table.height == 200 and table.get_column("job_id").n_unique() == 200
 
     estimates = tmp_path / "estimates.csv"
@@ -84,6 +86,7 @@ def test_train_apply_export_on_an_imported_dataset(pcli, tmp_path: Path) -> None
     with open(estimates, newline="") as handle:
         exported = {row["job_id"]: float(row["estimate"]) for row in csv.DictReader(handle)}
     assert exported == dict(zip(table.get_column("job_id").to_list(), table.get_column("pred_s").to_list()))
+    assert "SYNTHETIC" not in result.err
 
     result = pcli("predict", "export", "--predictions", tmp_path / "predictions.parquet", "--format", "pai-sim",
                   "--out", tmp_path / "sim.csv")
