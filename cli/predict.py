@@ -74,7 +74,7 @@ def predict_apply(
     data_home: DataHome = None,
 ) -> None:
     """Predict every job of a trace: job_id, pred_s, p50_s, p90_s, model_id, the job columns exporters need."""
-    from ddlx.predict.artifacts import PREDICTIONS_SYNTHETIC_BANNER, load_predictor, write_table
+    from ddlx.predict.artifacts import PREDICTIONS_SYNTHETIC_BANNER, is_synthetic, load_predictor, write_table
 
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise typer.BadParameter("expected a .parquet or .csv file name", param_hint="--out")
@@ -83,7 +83,7 @@ def predict_apply(
     note_if_trained_elsewhere(predictor, name)
     table = predictor.predict_catalog(home, name)
     write_table(table, out)
-    synthetic = bool(table.height) and bool(table["synthetic"].any())
+    synthetic = is_synthetic(table)
     if synthetic:
         typer.echo(f"*** {PREDICTIONS_SYNTHETIC_BANNER} ***")
     typer.echo(f"{table.height:,} predictions by model {predictor.model_id}: {out}"

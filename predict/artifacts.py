@@ -48,6 +48,16 @@ PREDICTIONS_SYNTHETIC_BANNER = ("SYNTHETIC DATA: predictions made with data gene
                                 "the model's training data, or both), not real cluster data")
 
 
+def is_synthetic(table: pl.DataFrame) -> bool:
+    """Whether a prediction table marks any row `synthetic` (Parquet booleans, or CSV `true`)."""
+    if "synthetic" not in table.columns:
+        return False
+    column = table.get_column("synthetic")
+    if column.dtype != pl.Boolean:
+        column = column.cast(pl.String).str.to_lowercase() == "true"
+    return bool(column.any())
+
+
 class ModelFileError(PredictError):
     """A model folder that cannot be used: no card, a changed model file, another scikit-learn."""
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ddlx.predict.artifacts import write_table
+from ddlx.predict.artifacts import is_synthetic, write_table
 from ddlx.predict.features import PredictError
 
 EXPORT_FORMATS: tuple[str, ...] = ("estimate-csv", "pai-sim", "priority")
@@ -152,12 +152,3 @@ def export_predictions(predictions: Path, fmt: str, out: Path, cluster: str | No
     return ExportResult(path=out, format=fmt, rows=frame.height, left_out=left_out,
                         synthetic=is_synthetic(table))
 
-
-def is_synthetic(table: pl.DataFrame) -> bool:
-    """Whether a prediction table marks any row `synthetic` (Parquet booleans, or CSV `true`)."""
-    if "synthetic" not in table.columns:
-        return False
-    column = table.get_column("synthetic")
-    if column.dtype != pl.Boolean:
-        column = column.cast(pl.String).str.to_lowercase() == "true"
-    return bool(column.any())
