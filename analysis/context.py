@@ -6,6 +6,7 @@ trace) and the trace's own tables (`pai_task_table`, `philly_gpu_util`, ...) by 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ class TraceContext:
     open_jobs_run_to_end: bool = True
     provenance: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
+    #: Closes the connection and lets go of the store versions it holds (`catalog.reading`).
+    held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
 
     @property
     def jobs(self) -> str:
@@ -77,6 +80,7 @@ class TraceContext:
 
     def close(self) -> None:
         self.con.close()
+        self.held.close()
 
     def __enter__(self) -> "TraceContext":
         return self
@@ -87,11 +91,23 @@ class TraceContext:
 
 def open_trace(home: Path, trace: str) -> TraceContext:
     """A `TraceContext` for `trace` in the catalog of `home`; `CatalogError` when it has no jobs."""
-    registration = catalog.read_registrations(home).get(trace)
+    held = contextlib.ExitStack()
+    try:
+        return _open(home, trace, held)
+    except BaseException:
+        held.close()
+        raise
+
+
+def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
+    if not catalog.catalog_path(home).exists():
+        registration = None
+    else:
+        con, registrations = held.enter_context(catalog.reading(home))
+        registration = registrations.get(trace)
     if registration is None or jobs_table_name(trace) not in registration.tables:
         raise CatalogError(f"no jobs of trace '{trace}' in {home}; ingest or import it first "
                            f"(ddlx datasets ingest|import)")
-    con = catalog.connect(home)
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side, and it expects
     # generated time bins to be few: with a million bins that loop takes minutes, not a second.
     con.execute("SET asof_loop_join_threshold = 0")
@@ -117,4 +133,4 @@ def open_trace(home: Path, trace: str) -> TraceContext:
     return TraceContext(home=home, trace=trace, con=con, tables=tables, synthetic=registration.synthetic,
                         source_tz=zone[0], has_wall_clock=known.wall_clock if known else True,
                         open_jobs_run_to_end=known.open_jobs_run_to_end if known else True,
-                        provenance=provenance)
+                        provenance=provenance, held=held)

@@ -18,7 +18,7 @@ from ddlx.cli.options import analysis_options as _options
 from ddlx.cli.options import data_home as _home
 from ddlx.cli.options import module_names as _module_names
 from ddlx.cli.options import say as _say
-from ddlx.errors import DdlxError
+from ddlx.errors import DdlxError, describe_os_error, storage_error
 
 app = typer.Typer(
     help="Trace analysis and workload characterization for deep-learning GPU clusters.",
@@ -298,7 +298,7 @@ def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str]
 
 def _render(result: Any, out: Path) -> None:
     """Print one line per finding (and what did not apply), then write the results folder."""
-    from ddlx.reports.render import write_report
+    from ddlx.reports.render import REPORT_FILES
     from ddlx.reports.results import write_results
     from ddlx.reports.text import format_findings
 
@@ -306,8 +306,8 @@ def _render(result: Any, out: Path) -> None:
     if banner:
         typer.echo(f"*** {banner} ***")
     typer.echo(format_findings(result))
-    written = write_results(result, out)
-    report = write_report(result, out)
+    written = write_results(result, out, with_report=True)
+    report = out / REPORT_FILES["html"]
     typer.echo(f"\nresults: {out} ({len(written)} files; definitions of every number in summary.json)")
     typer.echo(f"report: {report}")
     if banner:
@@ -315,12 +315,38 @@ def _render(result: Any, out: Path) -> None:
 
 
 def run() -> None:
-    """Entry point of the `ddlx` console script and `python -m ddlx`."""
+    """Entry point of the `ddlx` console script and `python -m ddlx`.
+
+    Exit codes: 0 success; 1 bad input, a failed step or a system condition (disk full, no
+    permission, a lock, out of memory), always as one `Error: ...` line; 2 bad command-line usage
+    (unknown option, missing or malformed argument); 130 interrupted.
+    """
     try:
         app()
     except DdlxError as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(describe_os_error(exc))
+    except MemoryError:
+        _fail("out of memory; close other programs, analyse fewer modules (-m) or use a coarser "
+              "--resolution")
     except KeyboardInterrupt:
         typer.echo("Error: interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:
+        error = storage_error(exc, "ddlx", "running the command") if _from_a_data_engine(exc) else None
+        if error is None:
+            raise  # a bug: keep the traceback
+        _fail(str(error))
+
+
+def _from_a_data_engine(exc: BaseException) -> bool:
+    """Raised by DuckDB, polars or pyarrow (which report a full disk or a lock in their message)."""
+    return type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb", "polars", "pyarrow")
+
+
+def _fail(message: str) -> None:
+    """Print one `Error:` line (the message's first line) and exit with code 1."""
+    lines = message.strip().splitlines() or ["failed"]
+    typer.echo(f"Error: {lines[0]}", err=True)
+    sys.exit(1)

@@ -1,23 +1,105 @@
 """Reading official release archives (gzip'd tar, zip) safely: named members, and checksums.
 
 Only the expected members are ever written, to paths the caller chooses, so nothing can land
-outside the target folder whatever names the archive holds.
+outside the target folder whatever names the archive holds. Only regular files are extracted
+(never links, devices or FIFOs), and no member may expand past the limits below: the size its
+header declares is checked before a byte is written, and the bytes actually produced are counted
+while they are copied, so a header that lies does not help.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import shutil
+import os
+import re
+import stat
 import tarfile
 import zipfile
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from ddlx.errors import InputError
+from ddlx.errors import InputError, storage_error
 
 CHUNK = 1 << 20
 COPY_CHUNK = 4 << 20
+
+MAX_MEMBER_BYTES = 16 << 30
+"""Default limit on the uncompressed size of one extracted archive member: 16 GiB.
+
+The largest member of any official release is Philly's GPU utilisation log (~2.9 GB of the
+6.6 GB unpacked from `trace-data.tar.gz`); 16 GiB leaves more than five times that. Raise it
+with the environment variable `DDLX_MAX_MEMBER_BYTES` (bytes, or with a K/M/G/T suffix).
+"""
+
+MAX_EXPANSION_RATIO = 200
+"""Default limit on how many times its compressed size one member may expand to.
+
+Official releases expand 3 to 10 times (Philly 1.06 GB -> 6.6 GB, Helios 36.4 MB -> 343 MB);
+deflate reaches about 1030 times only on runs of one byte, the stuff of decompression bombs.
+Raise it with the environment variable `DDLX_MAX_EXPANSION_RATIO`.
+"""
+
+RATIO_ALLOWANCE_BYTES = 256 << 10
+"""Compressed bytes credited to every member before its ratio is judged.
+
+It absorbs the decompressor's read-ahead (which blurs where a member starts in a gzip stream)
+and means no member smaller than `MAX_EXPANSION_RATIO * RATIO_ALLOWANCE_BYTES` (50 MiB by
+default) is ever refused for its ratio.
+"""
+
+MEMBER_BYTES_ENV = "DDLX_MAX_MEMBER_BYTES"
+EXPANSION_RATIO_ENV = "DDLX_MAX_EXPANSION_RATIO"
+
+_AMOUNT = re.compile(r"(\d+)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _env_amount(name: str, default: int) -> int:
+    """The positive whole number in environment variable `name` (K/M/G/T = powers of 1024)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    match = _AMOUNT.fullmatch(text)
+    value = int(match.group(1)) * _UNITS[match.group(2).upper()] if match else 0
+    if value <= 0:
+        raise InputError(name, f"{text!r} is not a positive whole number; expected e.g. {default} "
+                               "(a K, M, G or T suffix multiplies by powers of 1024)")
+    return value
+
+
+@dataclass(frozen=True)
+class ExpansionLimits:
+    """How far one archive member may expand: in bytes, and in times its compressed size."""
+
+    max_member_bytes: int = MAX_MEMBER_BYTES
+    max_ratio: int = MAX_EXPANSION_RATIO
+
+    @classmethod
+    def from_environment(cls) -> ExpansionLimits:
+        """The defaults, raised or lowered by `DDLX_MAX_MEMBER_BYTES` and `DDLX_MAX_EXPANSION_RATIO`."""
+        return cls(_env_amount(MEMBER_BYTES_ENV, MAX_MEMBER_BYTES),
+                   _env_amount(EXPANSION_RATIO_ENV, MAX_EXPANSION_RATIO))
+
+    def check_size(self, archive: Path, member: str, size: int, *, counted: bool = False) -> None:
+        """`InputError` when `size` (declared, or `counted` so far) is over the member limit."""
+        if size > self.max_member_bytes:
+            amount = f"more than {self.max_member_bytes:,}" if counted else f"{size:,}"
+            raise InputError(str(archive), (
+                f"member {member!r} expands to {amount} bytes, over the limit of "
+                f"{self.max_member_bytes:,} bytes for one archive member; if the archive is "
+                f"genuine, raise the limit with {MEMBER_BYTES_ENV}=<bytes> (e.g. 64G)"))
+
+    def check_ratio(self, archive: Path, member: str, size: int, compressed: int) -> None:
+        """`InputError` when `size` bytes from `compressed` bytes is an absurd expansion."""
+        if size > self.max_ratio * (compressed + RATIO_ALLOWANCE_BYTES):
+            raise InputError(str(archive), (
+                f"member {member!r} expands more than {self.max_ratio:,} times its compressed "
+                f"size ({size:,} bytes from about {compressed:,} compressed), as decompression "
+                f"bombs do; if the archive is genuine, raise the limit with {EXPANSION_RATIO_ENV}=<ratio>"))
 
 
 def hash_file(path: Path, hasher: "hashlib._Hash | None" = None) -> "hashlib._Hash":
@@ -48,17 +130,22 @@ def extract_members(archive: Path, wanted: dict[str, Path],
     to its destination, in one pass; call `on_extracted(member)` as each one is complete.
 
     Returns the archive's sha256. Raises `InputError` when the archive is truncated or corrupt,
-    or lacks a wanted member. Only the wanted members are written, to the given paths.
+    lacks a wanted member (only regular files count), or a member expands past the
+    `ExpansionLimits` of the environment; no destination is left behind then. Only the wanted
+    members are written, to the given paths.
     """
+    limits = ExpansionLimits.from_environment()
     done: set[str] = set()
     try:
         if archive.name.endswith(".zip"):
-            _extract_zip(archive, wanted, done, on_extracted)
+            _extract_zip(archive, wanted, done, on_extracted, limits)
         else:
-            _extract_tar(archive, wanted, done, on_extracted)
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError) as exc:
+            _extract_tar(archive, wanted, done, on_extracted, limits)
+    except BaseException as exc:
         for dest in wanted.values():
             dest.unlink(missing_ok=True)
+        if not isinstance(exc, (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError)):
+            raise
         detail = str(exc) or type(exc).__name__
         kind = "zip" if archive.name.endswith(".zip") else "gzip'd tar"
         raise InputError(
@@ -74,34 +161,90 @@ def _wanted_member(name: str, wanted: dict[str, Path], done: set[str]) -> str | 
     return next((m for m in wanted if m not in done and member_matches(name, m)), None)
 
 
+def _copy_member(source: BinaryIO, dest: Path, meter: _MemberMeter) -> None:
+    """Copy `source` to `dest`, counting each chunk against the limits before writing it."""
+    doing = "extracting an archive member"
+    try:
+        out = open(dest, "wb")
+    except OSError as exc:
+        raise storage_error(exc, dest.parent, doing) from None
+    try:
+        while chunk := source.read(COPY_CHUNK):
+            meter.count(len(chunk))
+            try:
+                out.write(chunk)
+            except OSError as exc:  # the disk, not the archive: name where it was written
+                raise storage_error(exc, dest.parent, doing) from None
+        try:
+            out.close()
+        except OSError as exc:
+            raise storage_error(exc, dest.parent, doing) from None
+    finally:
+        with contextlib.suppress(OSError):
+            out.close()
+
+
+@dataclass
+class _MemberMeter:
+    """Counts the bytes one member expands to; `position` reads how far into the archive file
+    the decompressor has got, `start` is where the member's compressed bytes begin."""
+
+    archive: Path
+    member: str
+    limits: ExpansionLimits
+    position: Callable[[], int]
+    start: int
+    written: int = 0
+
+    def count(self, size: int) -> None:
+        self.written += size
+        self.limits.check_size(self.archive, self.member, self.written, counted=True)
+        self.limits.check_ratio(self.archive, self.member, self.written, self.position() - self.start)
+
+
+def _finished(target: str, done: set[str], on_extracted: Callable[[str], None] | None) -> None:
+    done.add(target)
+    if on_extracted is not None:
+        on_extracted(target)
+
+
 def _extract_tar(archive: Path, wanted: dict[str, Path], done: set[str],
-                 on_extracted: Callable[[str], None] | None) -> None:
-    with tarfile.open(archive, mode="r:gz") as tar:
+                 on_extracted: Callable[[str], None] | None, limits: ExpansionLimits) -> None:
+    with open(archive, "rb") as raw, tarfile.open(fileobj=raw, mode="r:gz") as tar:
         while (member := tar.next()) is not None:
+            # isfile(): regular (also sparse) files only; links, devices and FIFOs are skipped.
             target = _wanted_member(member.name, wanted, done) if member.isfile() else None
             if target is None:
                 continue
+            limits.check_size(archive, member.name, member.size)
             source = tar.extractfile(member)
             assert source is not None
-            with open(wanted[target], "wb") as out:
-                shutil.copyfileobj(source, out, COPY_CHUNK)
-            done.add(target)
-            if on_extracted is not None:
-                on_extracted(target)
+            with source:
+                _copy_member(source, wanted[target],
+                             _MemberMeter(archive, member.name, limits, raw.tell, raw.tell()))
+            _finished(target, done, on_extracted)
+
+
+def _is_regular_zip_member(info: zipfile.ZipInfo) -> bool:
+    """A file entry; not a folder, nor a Unix symlink, device or FIFO entry."""
+    file_type = stat.S_IFMT(info.external_attr >> 16)
+    return not info.is_dir() and file_type in (0, stat.S_IFREG)
 
 
 def _extract_zip(archive: Path, wanted: dict[str, Path], done: set[str],
-                 on_extracted: Callable[[str], None] | None) -> None:
-    with zipfile.ZipFile(archive) as zf:
+                 on_extracted: Callable[[str], None] | None, limits: ExpansionLimits) -> None:
+    with open(archive, "rb") as raw, zipfile.ZipFile(raw) as zf:
         for info in zf.infolist():
-            target = _wanted_member(info.filename, wanted, done) if not info.is_dir() else None
+            name = info.filename
+            target = _wanted_member(name, wanted, done) if _is_regular_zip_member(info) else None
             if target is None:
                 continue
-            with zf.open(info) as source, open(wanted[target], "wb") as out:
-                shutil.copyfileobj(source, out, COPY_CHUNK)
-            done.add(target)
-            if on_extracted is not None:
-                on_extracted(target)
+            limits.check_size(archive, name, info.file_size)
+            limits.check_ratio(archive, name, info.file_size, info.compress_size)
+            with zf.open(info) as source:
+                _copy_member(source, wanted[target],
+                             _MemberMeter(archive, name, limits, raw.tell, info.header_offset))
+            _finished(target, done, on_extracted)
 
 
 def archive_member_names(archive: Path) -> list[str] | None:
@@ -110,6 +253,6 @@ def archive_member_names(archive: Path) -> list[str] | None:
         return None
     try:
         with zipfile.ZipFile(archive) as zf:
-            return [info.filename for info in zf.infolist() if not info.is_dir()]
+            return [info.filename for info in zf.infolist() if _is_regular_zip_member(info)]
     except (zipfile.BadZipFile, OSError) as exc:
         raise InputError(str(archive), f"archive is truncated or corrupt ({exc}); expected a complete zip") from None

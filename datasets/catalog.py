@@ -1,15 +1,18 @@
 """The catalog: one DuckDB database file of views over the ingested Parquet files.
 
 A user can open `<home>/catalog.duckdb` with plain `duckdb` and query `jobs`, `pai_job_table`, ...
-The catalog is never edited in place: every change builds a new file beside it and renames it over
-the old one, so a killed ingest leaves the previous catalog as it was.
+The catalog is never edited in place: every change builds a new file beside it, verifies it and
+renames it over the old one, so a killed or failed ingest leaves the previous catalog as it was.
+Readers hold the store versions they read (`reading`), so an ingest never deletes them underneath.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,9 +22,12 @@ import duckdb
 if TYPE_CHECKING:
     import polars as pl
 
+from ddlx.atomic import fsync_file, fsync_folder
+from ddlx.datasets import store
 from ddlx.datasets.canonical import conform_jobs_sql, empty_jobs_sql, jobs_table_name
 from ddlx.datasets.csvload import sql_string
-from ddlx.errors import CatalogError
+from ddlx.datasets.sqltext import quote_identifier
+from ddlx.errors import CatalogError, StorageError, storage_error
 
 CATALOG_FILE = "catalog.duckdb"
 REGISTRY_TABLE = "ddlx_datasets"
@@ -53,19 +59,32 @@ def read_registrations(home: Path) -> dict[str, Registration]:
     path = catalog_path(home)
     if not path.exists():
         return {}
+    con = _open_read_only(path)
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        return _registrations(con, path)
+    finally:
+        con.close()
+
+
+def _open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
-        raise CatalogError(f"{path}: cannot open the catalog: {exc}") from None
+        raise storage_error(exc, path, "opening the catalog") or \
+            CatalogError(f"{path}: cannot open the catalog: {first_line(exc)}") from None
+    except OSError as exc:
+        raise storage_error(exc, path, "opening the catalog") from None
+
+
+def _registrations(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, Registration]:
     try:
         rows = con.sql(
             f"SELECT trace, version, store_dir, tables, synthetic, ingested_at, ddlx_version, manifest "
             f"FROM {REGISTRY_TABLE} ORDER BY trace"
         ).fetchall()
     except duckdb.Error as exc:
-        raise CatalogError(f"{path}: not a ddlx catalog ({exc})") from None
-    finally:
-        con.close()
+        raise CatalogError(f"{path}: not a ddlx catalog ({first_line(exc)}); move it aside and ingest "
+                           "again") from None
     return {
         row[0]: Registration(
             trace=row[0], version=row[1], store_dir=Path(row[2]), tables=list(row[3]),
@@ -76,72 +95,136 @@ def read_registrations(home: Path) -> dict[str, Registration]:
     }
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (DuckDB's carry context lines after it)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def write_catalog(home: Path, registrations: dict[str, Registration]) -> Path:
-    """Build the catalog for `registrations` in a new file and rename it over the old one."""
+    """Build the catalog for `registrations` in a new file, verify it, and rename it over the old one.
+
+    The new file is checkpointed (so a failed write, e.g. a full disk, raises here instead of
+    staying in DuckDB's write-ahead log), flushed, opened again and checked to hold every
+    registration and view before it replaces the old catalog. Any failure leaves the old catalog
+    as it was and raises `StorageError` (a system condition) or `CatalogError`.
+    """
     home.mkdir(parents=True, exist_ok=True)
     final = catalog_path(home)
     tmp = home / f".catalog-{uuid.uuid4().hex}.duckdb"
+    wal = Path(str(tmp) + ".wal")
     try:
         con = duckdb.connect(str(tmp))
         try:
-            con.execute(
-                f"CREATE TABLE {REGISTRY_TABLE} (trace VARCHAR PRIMARY KEY, version VARCHAR, "
-                "store_dir VARCHAR, tables VARCHAR[], synthetic BOOLEAN, ingested_at VARCHAR, "
-                "ddlx_version VARCHAR, manifest VARCHAR)"
-            )
-            job_sources = []
-            for reg in sorted(registrations.values(), key=lambda r: r.trace):
-                con.execute(
-                    f"INSERT INTO {REGISTRY_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [reg.trace, reg.version, str(reg.store_dir), reg.tables, reg.synthetic,
-                     reg.ingested_at, reg.ddlx_version, json.dumps(reg.manifest)],
-                )
-                views = reg.manifest.get("views", {})
-                for table in reg.tables:
-                    if table not in views:
-                        con.execute(
-                            f'CREATE VIEW "{table}" AS SELECT * FROM '
-                            f"read_parquet({sql_string(str(reg.parquet_path(table)))})"
-                        )
-                for name, select in views.items():
-                    con.execute(f'CREATE VIEW "{name}" AS {select}')
-                if jobs_table_name(reg.trace) in reg.tables:
-                    job_sources.append(conform_jobs_sql(f'"{jobs_table_name(reg.trace)}"'))
-            jobs_sql = " UNION ALL ".join(job_sources) if job_sources else empty_jobs_sql()
-            con.execute(f"CREATE VIEW jobs AS {jobs_sql}")
+            expected_views = _build(con, registrations)
+            con.execute("CHECKPOINT")
         finally:
             con.close()
+        if wal.exists() and wal.stat().st_size > 0:
+            raise StorageError(f"{tmp}: the new catalog was not written completely (its write-ahead log "
+                               "was left behind); check free disk space and run again")
+        _verify(tmp, registrations, expected_views)
+        fsync_file(tmp)
         os.replace(tmp, final)
+        fsync_folder(home)
+    except (duckdb.Error, OSError, MemoryError) as exc:
+        raise storage_error(exc, final, "writing the catalog") or \
+            CatalogError(f"{final}: cannot write the catalog: {first_line(exc)}") from None
     finally:
-        for leftover in (tmp, Path(str(tmp) + ".wal")):
+        for leftover in (tmp, wal):
             leftover.unlink(missing_ok=True)
     return final
 
 
-def connect(home: Path) -> duckdb.DuckDBPyConnection:
-    """A read-only connection to the catalog of `home`; `CatalogError` when there is none."""
-    path = catalog_path(home)
-    if not path.exists():
-        raise CatalogError(
-            f"no catalog in {home}; ingest a trace first (ddlx datasets ingest pai --from DIR)"
+def _build(con: duckdb.DuckDBPyConnection, registrations: dict[str, Registration]) -> set[str]:
+    """Create the registry table and every view in `con`; returns the names of the views."""
+    con.execute(
+        f"CREATE TABLE {REGISTRY_TABLE} (trace VARCHAR PRIMARY KEY, version VARCHAR, "
+        "store_dir VARCHAR, tables VARCHAR[], synthetic BOOLEAN, ingested_at VARCHAR, "
+        "ddlx_version VARCHAR, manifest VARCHAR)"
+    )
+    created = set()
+    job_sources = []
+    for reg in sorted(registrations.values(), key=lambda r: r.trace):
+        con.execute(
+            f"INSERT INTO {REGISTRY_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [reg.trace, reg.version, str(reg.store_dir), reg.tables, reg.synthetic,
+             reg.ingested_at, reg.ddlx_version, json.dumps(reg.manifest)],
         )
+        views = reg.manifest.get("views", {})
+        for table in reg.tables:
+            if table not in views:
+                con.execute(f"CREATE VIEW {quote_identifier(table)} AS SELECT * FROM "
+                            f"read_parquet({sql_string(str(reg.parquet_path(table)))})")
+                created.add(table)
+        for name, select in views.items():
+            con.execute(f"CREATE VIEW {quote_identifier(name)} AS {select}")
+            created.add(name)
+        if jobs_table_name(reg.trace) in reg.tables:
+            job_sources.append(conform_jobs_sql(quote_identifier(jobs_table_name(reg.trace))))
+    jobs_sql = " UNION ALL ".join(job_sources) if job_sources else empty_jobs_sql()
+    con.execute(f"CREATE VIEW jobs AS {jobs_sql}")
+    return created | {"jobs"}
+
+
+def _verify(path: Path, registrations: dict[str, Registration], views: set[str]) -> None:
+    """Open the new catalog file read-only and check it holds every registration and view."""
     con = duckdb.connect(str(path), read_only=True)
-    con.execute("SET enable_progress_bar = false")
-    return con
+    try:
+        found = _registrations(con, path)
+        present = {row[0] for row in con.sql(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    finally:
+        con.close()
+    expected = {name: reg.version for name, reg in registrations.items()}
+    if {name: reg.version for name, reg in found.items()} != expected or not views <= present:
+        raise StorageError(f"{path}: the new catalog does not read back as written "
+                           f"({len(found)} of {len(expected)} datasets, {len(views & present)} of "
+                           f"{len(views)} views); check the disk and run again")
+
+
+@contextlib.contextmanager
+def reading(home: Path) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[str, Registration]]]:
+    """A read-only connection to the catalog of `home` and its registrations, with every store
+    version the catalog names held for reading (`store.ReaderPins`) until the block ends, so an
+    ingest running meanwhile cannot delete the files under it. `CatalogError` when there is no
+    catalog."""
+    path = catalog_path(home)
+    for attempt in range(8):
+        if not path.exists():
+            raise CatalogError(
+                f"no catalog in {home}; ingest a trace first (ddlx datasets ingest pai --from DIR)")
+        con = _open_read_only(path)
+        try:
+            registrations = _registrations(con, path)
+            pins = store.pin_all(reg.store_dir for reg in registrations.values())
+        except BaseException:
+            con.close()
+            raise
+        if pins is None:  # an ingest replaced a version between opening and pinning: read again
+            con.close()
+            store.wait_briefly(attempt)
+            continue
+        try:
+            con.execute("SET enable_progress_bar = false")
+            yield con, registrations
+        finally:
+            con.close()
+            pins.release()
+        return
+    raise CatalogError(f"{path}: the catalog kept changing while it was opened; run again")
 
 
 def query(home: Path, sql: str) -> pl.DataFrame:
     """Run one SQL query on the catalog of `home` and return its result."""
     import polars as pl  # here, not at the top: ingest and the other catalog users do without it
 
-    con = connect(home)
-    try:
-        result = con.sql(sql)
-        if result is None:
-            return pl.DataFrame()
-        return result.pl()
-    except duckdb.Error as exc:
-        message = str(exc).strip().splitlines()[0]
-        raise CatalogError(f"query failed: {message}") from None
-    finally:
-        con.close()
+    with reading(home) as (con, _):
+        try:
+            result = con.sql(sql)
+            if result is None:
+                return pl.DataFrame()
+            return result.pl()
+        except duckdb.Error as exc:
+            raise storage_error(exc, catalog_path(home), "running the query") or \
+                CatalogError(f"query failed: {first_line(exc)}") from None

@@ -7,6 +7,11 @@ run) asks the server for the rest with ``Range: bytes=N-``. Content that does no
 checksum is never kept as ``<dest>`` and never deleted: it is set aside as
 ``<dest>.rejected-<first 12 hex digits of its SHA-256>`` so a user can inspect it.
 
+Besides the timeout on each read, a transfer has a deadline for making progress: every
+`DEADLINE_S` seconds (``DDLX_DOWNLOAD_DEADLINE_S``) must bring `MIN_RATE_BYTES_S` bytes a second
+on average, so a server that drips a byte now and then is stopped instead of holding the
+download for ever, while a slow but steady link is never cut off whatever the file's size.
+
 Every failure is a `ddlx.errors.DownloadError` with a one-line message. The module prints
 nothing; callers follow a transfer through the optional ``progress`` callback.
 """
@@ -43,6 +48,16 @@ BACKOFF_BASE_S = 0.25
 BACKOFF_MAX_S = 2.0
 """Wait ``min(BACKOFF_BASE_S * 2**n, BACKOFF_MAX_S)`` seconds before retry number ``n + 1``."""
 
+DEADLINE_S = 60.0
+"""Default deadline: each stretch of this many seconds of a transfer must average at least
+`MIN_RATE_BYTES_S`; the environment variable `DDLX_DOWNLOAD_DEADLINE_S` changes it."""
+
+MIN_RATE_BYTES_S = 16 << 10
+"""Slowest average transfer accepted over a deadline stretch: 16 KiB/s (about 130 kbit/s). A link
+that keeps it up is never cut off: Philly's 1.06 GB archive would complete in one run (in 18 h)."""
+
+DEADLINE_ENV = "DDLX_DOWNLOAD_DEADLINE_S"
+
 USER_AGENT = "ddlx-downloader/0.1"
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)\s*/\s*(\d+|\*)\s*$", re.IGNORECASE)
@@ -54,6 +69,44 @@ class _Interrupted(Exception):
 
 def _one_line(text: object) -> str:
     return " ".join(str(text).split())
+
+
+def deadline_from_environment() -> float:
+    """`DDLX_DOWNLOAD_DEADLINE_S` as seconds, or `DEADLINE_S` when it is unset."""
+    text = os.environ.get(DEADLINE_ENV, "").strip()
+    if not text:
+        return DEADLINE_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise DownloadError(f"{DEADLINE_ENV}={text!r} is not a positive number of seconds")
+    return seconds
+
+
+class _Pace:
+    """The deadline for progress: each `deadline_s` of a transfer must bring `min_rate` bytes/s."""
+
+    def __init__(self, deadline_s: float, min_rate: float, done: int):
+        self.deadline_s = deadline_s
+        self.min_rate = min_rate
+        self.since = time.monotonic()
+        self.done_then = done
+
+    def too_slow(self, done: int) -> str | None:
+        """Why the transfer is too slow once a stretch has passed; None while it keeps pace."""
+        now = time.monotonic()
+        elapsed = now - self.since
+        if elapsed < self.deadline_s:
+            return None
+        brought = done - self.done_then
+        if brought < self.min_rate * elapsed:
+            return (f"only {brought} bytes came in the last {elapsed:.1f} s, below the deadline of "
+                    f"{self.min_rate / 1024:g} KiB/s on average over every {self.deadline_s:g} s "
+                    f"({DEADLINE_ENV} sets the seconds)")
+        self.since, self.done_then = now, done
+        return None
 
 
 def _set_aside(path: Path, actual_sha256: str, dest: Path | None = None) -> Path:
@@ -156,10 +209,11 @@ def _finish(part: Path, dest: Path, url: str, actual_sha256: str, sha256: str | 
 
 
 def _attempt(url: str, part: Path, *, sha256: str | None, size_bytes: int | None,
-             progress: _Progress, timeout_s: float) -> str:
+             progress: _Progress, timeout_s: float, deadline_s: float, min_rate: float) -> str:
     """One request: bring `part` to its complete content and return its SHA-256 hex digest.
 
-    Raises `_Interrupted` for a transfer worth resuming and `DownloadError` for anything else.
+    Raises `_Interrupted` for a transfer worth resuming and `DownloadError` for anything else
+    (a transfer slower than the deadline allows among them: it keeps `part` for a later resume).
     """
     offset = part.stat().st_size if part.exists() else 0
     if size_bytes is not None and offset > size_bytes:
@@ -238,6 +292,7 @@ def _attempt(url: str, part: Path, *, sha256: str | None, size_bytes: int | None
             )
 
         progress.update(done, total)
+        pace = _Pace(deadline_s, min_rate, done)
         with open(part, mode) as out:
             try:
                 while True:
@@ -253,6 +308,11 @@ def _attempt(url: str, part: Path, *, sha256: str | None, size_bytes: int | None
                     hasher.update(chunk)
                     done += len(chunk)
                     progress.update(done, total)
+                    if (slow := pace.too_slow(done)) is not None:
+                        raise DownloadError(
+                            f"download of {url} stopped after receiving {done} of "
+                            f"{total if total is not None else 'unknown'} bytes: {slow}; the "
+                            f"partial file {part} is kept and re-running the download resumes it")
             except (http.client.HTTPException, OSError) as exc:
                 out.flush()
                 raise _Interrupted(
@@ -271,7 +331,8 @@ def _attempt(url: str, part: Path, *, sha256: str | None, size_bytes: int | None
 
 def download_file(url: str, dest: Path, *, sha256: str | None, size_bytes: int | None = None,
                   progress: ProgressCallback | None = None, timeout_s: float = 60.0,
-                  retries: int = 3) -> Path:
+                  retries: int = 3, deadline_s: float | None = None,
+                  min_rate_bytes_s: float = MIN_RATE_BYTES_S) -> Path:
     """Download `url` to `dest`, resuming a previous partial download, and verify it.
 
     Returns `dest`. Returns at once, without any request, when `dest` already holds the file
@@ -283,10 +344,17 @@ def download_file(url: str, dest: Path, *, sha256: str | None, size_bytes: int |
     and is retried up to `retries` times, each time resuming with a Range request. Raises
     `DownloadError` for HTTP errors, unreachable servers, size or checksum mismatches (the bad
     content is set aside, never left as `dest`), and when the retries are exhausted.
+
+    `timeout_s` bounds each read; `deadline_s` (default `DDLX_DOWNLOAD_DEADLINE_S`, else
+    `DEADLINE_S`) bounds progress: a transfer averaging less than `min_rate_bytes_s` over one of
+    its successive stretches of that many seconds stops with a `DownloadError` (not retried),
+    keeping the `.part`. It is checked as bytes arrive, so a server that sends nothing at all is
+    stopped by `timeout_s` instead, at most `deadline_s + timeout_s` after the stretch began.
     """
     dest = Path(dest)
     sha256 = sha256.strip().lower() if sha256 else None
     _check_url(url)
+    deadline_s = deadline_from_environment() if deadline_s is None else deadline_s
     if retries < 0:
         raise ValueError("retries must be >= 0")
     reporter = _Progress(progress, dest.name)
@@ -306,8 +374,8 @@ def download_file(url: str, dest: Path, *, sha256: str | None, size_bytes: int |
         if attempt > 0:
             time.sleep(min(BACKOFF_BASE_S * 2 ** (attempt - 1), BACKOFF_MAX_S))
         try:
-            actual = _attempt(url, part, sha256=sha256, size_bytes=size_bytes,
-                              progress=reporter, timeout_s=timeout_s)
+            actual = _attempt(url, part, sha256=sha256, size_bytes=size_bytes, progress=reporter,
+                              timeout_s=timeout_s, deadline_s=deadline_s, min_rate=min_rate_bytes_s)
         except _Interrupted as exc:
             last_problem = str(exc)
             continue

@@ -5,8 +5,11 @@ this module does the rest the same way for every trace.
 
 Guarantees:
 - atomic: tables are written into a staging folder; only when every table, the canonical jobs
-  and the validation report are done is the folder renamed into place and a new catalog renamed
-  over the old one. A failed or killed ingest leaves the previous catalog as it was.
+  and the validation report are done and flushed to disk is the folder renamed into place and a
+  new, verified catalog renamed over the old one. A failed (disk full, no permission) or killed
+  ingest leaves the previous catalog and its files as they were.
+- readers first: the superseded version is deleted only when no reader holds it
+  (`ddlx.datasets.store`); otherwise a later ingest deletes it.
 - idempotent: when every input file has the size and modification time recorded by the last
   ingest (and the ingest format is unchanged) nothing is redone.
 - streaming: DuckDB reads the CSVs and writes Parquet under a memory limit, spilling to disk.
@@ -30,14 +33,15 @@ from typing import Any
 import duckdb
 
 from ddlx import __version__
-from ddlx.datasets import catalog
+from ddlx.atomic import folder_lock, fsync_tree
+from ddlx.datasets import catalog, store
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, require_folder_or_archive
 from ddlx.datasets.archives import extract_members, sha256_file
 from ddlx.datasets.csvload import sql_string
 from ddlx.datasets.download import read_first_seen
 from ddlx.datasets.home import store_dir
 from ddlx.datasets.validation import run_checks, run_figures
-from ddlx.errors import DdlxError, UnknownDatasetError
+from ddlx.errors import DdlxError, UnknownDatasetError, storage_error
 
 #: Bump when the stored tables or the manifest change shape, so unchanged inputs are ingested again.
 INGEST_FORMAT = 2
@@ -89,18 +93,13 @@ def _is_up_to_date(previous: catalog.Registration, adapter: TraceAdapter,
 @contextlib.contextmanager
 def _ingest_lock(home: Path) -> Iterator[None]:
     """Hold an exclusive lock on the data home for the length of an ingest (POSIX only)."""
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".ingest.lock", "w") as handle:
+    with contextlib.ExitStack() as held:
         try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            yield
-            return
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            home.mkdir(parents=True, exist_ok=True)
+            held.enter_context(folder_lock(home / ".ingest.lock"))
+        except OSError as exc:
+            raise storage_error(exc, home, "preparing the data home") from None
+        yield
 
 
 def _connect(workdir: Path) -> duckdb.DuckDBPyConnection:
@@ -195,10 +194,15 @@ def _create_views(con: duckdb.DuckDBPyConnection, adapter: TraceAdapter, staging
             con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {select}')
             rows[name] = int(con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0])
         except duckdb.Error as exc:
-            message = str(exc).strip().splitlines()[0]
-            raise DdlxError(f"{adapter.name}: cannot build {name} from the stored tables ({message})") from None
+            raise _build_error(adapter, name, exc, staging) from None
         present.append(name)
     return views
+
+
+def _build_error(adapter: TraceAdapter, name: str, exc: duckdb.Error, staging: Path) -> DdlxError:
+    """A system condition (disk full...) met while building `name`, else a failed derivation."""
+    return storage_error(exc, staging.parent, f"building {name}") or DdlxError(
+        f"{adapter.name}: cannot build {name} from the stored tables ({catalog.first_line(exc)})")
 
 
 def _run_checks(con: duckdb.DuckDBPyConnection, adapter: TraceAdapter,
@@ -243,15 +247,18 @@ def ingest_with(adapter: TraceAdapter, source: Path, home: Path, tables: Sequenc
             return IngestResult(adapter.name, previous.store_dir,
                                 {t: previous.manifest["inputs"][t]["rows"] for t in parts},
                                 skipped=True, synthetic=previous.synthetic)
+        store.collect(home, [reg.store_dir for reg in registrations.values()])
         root = store_dir(home, adapter.name)
-        root.mkdir(parents=True, exist_ok=True)
-        for leftover in root.glob(".staging-*"):
-            shutil.rmtree(leftover, ignore_errors=True)
         staging = root / f".staging-{uuid.uuid4().hex[:12]}"
-        (staging / "tmp").mkdir(parents=True)
         try:
+            (staging / "tmp").mkdir(parents=True)
             return _ingest_into(adapter, parts, home, root, staging, previous, registrations,
                                 marker, max_rejected_rows, say)
+        except (OSError, duckdb.Error, MemoryError) as exc:
+            error = storage_error(exc, staging.parent, f"ingesting {adapter.name}")
+            if error is None:
+                raise
+            raise error from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
@@ -300,8 +307,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
                 rows[name] = int(con.execute(
                     f"COPY ({select}) TO {out} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0])
             except duckdb.Error as exc:
-                message = str(exc).strip().splitlines()[0]
-                raise DdlxError(f"{adapter.name}: cannot build {name} from the stored tables ({message})") from None
+                raise _build_error(adapter, name, exc, staging) from None
             present.append(name)
         views = _create_views(con, adapter, staging, present, rows)
         say(f"{adapter.name}: validating")
@@ -330,6 +336,8 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
     shutil.rmtree(staging / "tmp", ignore_errors=True)
     shutil.rmtree(staging / "spill", ignore_errors=True)
+    store.mark_pending(staging)
+    fsync_tree(staging)  # a full disk surfaces here, before anything is replaced
     final_dir = root / version
     os.replace(staging, final_dir)
     registration = catalog.Registration(
@@ -342,8 +350,9 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
     except BaseException:
         shutil.rmtree(final_dir, ignore_errors=True)
         raise
+    store.mark_committed(final_dir)
     if previous is not None and previous.store_dir != final_dir:
-        shutil.rmtree(previous.store_dir, ignore_errors=True)
+        store.retire(previous.store_dir)  # kept while a reader still holds it
     return IngestResult(adapter.name, final_dir, rows, skipped=False, synthetic=synthetic)
 
 

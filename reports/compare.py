@@ -60,13 +60,26 @@ def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
     from ddlx.analysis.runner import run_analysis
     from ddlx.datasets.synthetic import home_with_jobs
     from ddlx.reports.render import write_report_files
-    from ddlx.reports.results import write_results
+    from ddlx.atomic import replace_folder
+    from ddlx.errors import storage_error
+    from ddlx.reports.results import check_results_folder, write_results_into
 
     names = check_names(names)
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir(names)
     homes = {name: home_with_jobs(Path(home), name, use_sample, progress) for name in names}
     results = [run_analysis(homes[name], name, modules, progress=progress, options=options) for name in names]
-    for result in results:
-        write_results(result, out_dir / result.trace)
     report = build_compare_report(results)
-    return write_report_files(report, out_dir), report
+
+    def build(tmp: Path) -> Path:
+        for result in results:
+            write_results_into(result, tmp / result.trace)
+        return write_report_files(report, tmp).relative_to(tmp)
+
+    check_results_folder(out_dir)
+    try:
+        return out_dir / replace_folder(out_dir, build), report
+    except Exception as exc:  # OSError, or a system condition reported by polars or DuckDB
+        error = storage_error(exc, out_dir, "writing the compare report")
+        if error is None:
+            raise
+        raise error from None

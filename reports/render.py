@@ -13,8 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
-import uuid
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from ddlx.analysis.model import AnalysisResult
+from ddlx.atomic import write_text_atomic
 from ddlx.reports import charts
+from ddlx.reports.results import finite_json
 from ddlx.reports.report import (
     SYNTHETIC_BANNER, Report, build_report, column_unit, display, display_with_unit,
 )
@@ -155,17 +155,8 @@ def render_markdown(report: Report) -> str:
 def render_json(report: Report) -> str:
     """The report object as JSON (`Report.to_dict`); `<`, `>` and `&` are written as `\\u` escapes
     so the file is inert even if served as HTML."""
-    text = json.dumps(report.to_dict(), indent=1, ensure_ascii=False, allow_nan=False, default=str)
+    text = json.dumps(finite_json(report.to_dict()), indent=1, ensure_ascii=False, allow_nan=False, default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def write_report_files(report: Report, out_dir: Path) -> Path:
@@ -179,7 +170,7 @@ def write_report_files(report: Report, out_dir: Path) -> Path:
         REPORT_FILES["json"]: render_json(report),
     }
     for name, text in rendered.items():
-        _write_atomic(out_dir / name, text)
+        write_text_atomic(out_dir / name, text)
     return out_dir / REPORT_FILES["html"]
 
 

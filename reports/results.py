@@ -5,16 +5,20 @@ Parquet file per result table (`<module>/<table>.parquet`)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
+import math
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from ddlx.analysis.model import AnalysisResult, table_file
+from ddlx.atomic import replace_folder
+from ddlx.errors import StorageError, storage_error
 
 SYNTHETIC_LABEL = "SYNTHETIC"
+SUMMARY_FILE = "summary.json"
+#: A folder holding one of these was written by ddlx (analyze: summary.json; report compare: report.json).
+OWN_FILES = (SUMMARY_FILE, "report.json")
 
 
 def findings_frame(result: AnalysisResult) -> pl.DataFrame:
@@ -25,38 +29,69 @@ def findings_frame(result: AnalysisResult) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
-def write_results(result: AnalysisResult, out_dir: Path) -> list[Path]:
-    """Write the results of `result` into `out_dir`; returns the files written.
+def write_results(result: AnalysisResult, out_dir: Path, with_report: bool = False) -> list[Path]:
+    """Write the results of `result` (and, `with_report`, its report) as the folder `out_dir`;
+    returns the files written.
 
-    Files are written into a temporary folder beside `out_dir` and moved in at the end, so a
-    failure leaves no half-written results; the folders of the modules run are replaced whole.
-    Every table carries `trace` and `synthetic` columns, and the JSON a SYNTHETIC label when the
-    data was generated.
+    The folder is built beside `out_dir` and put in its place in one step (`ddlx.atomic.replace_folder`):
+    it holds exactly this run's files, and a failure or a kill leaves the previous folder whole.
+    An existing `out_dir` that is not a results folder (not empty and no `summary.json`) is
+    refused, so a mistyped `--out` never replaces a user's folder. Every table carries `trace`
+    and `synthetic` columns, and the JSON a SYNTHETIC label when the data was generated.
     """
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    out_dir = Path(out_dir)
+    check_results_folder(out_dir)
     try:
-        document = result.to_dict()
-        if result.synthetic:
-            document = {"label": SYNTHETIC_LABEL, **document}
-        (tmp / "summary.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
-        frames = {"summary.parquet": findings_frame(result)}
-        for module in result.modules:
-            (tmp / module.module).mkdir()
-            for table in module.tables:
-                frames[table_file(module.module, table.name)] = table.frame
-        for name, frame in frames.items():
-            frame = frame.with_columns(pl.lit(result.trace).alias("trace"), pl.lit(result.synthetic).alias("synthetic"))
-            frame.write_parquet(tmp / name)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        written = []
-        for item in sorted(tmp.iterdir()):
-            target = out_dir / item.name
-            if target.is_dir():
-                shutil.rmtree(target)
-            os.replace(item, target)
-            written += sorted(target.rglob("*.parquet")) if target.is_dir() else [target]
-        return written
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        written = replace_folder(out_dir, lambda tmp: write_results_into(result, tmp, with_report))
+    except Exception as exc:  # OSError, or a system condition reported by polars or DuckDB
+        error = storage_error(exc, out_dir, "writing the results")
+        if error is None:
+            raise
+        raise error from None
+    return [out_dir / path for path in written]
+
+
+def write_results_into(result: AnalysisResult, folder: Path, with_report: bool = False) -> list[Path]:
+    """Write the results files of `result` into the new, empty `folder`; returns their paths
+    relative to it. `write_results` calls this on a temporary folder that it then puts in place."""
+    folder.mkdir(parents=True, exist_ok=True)
+    document = result.to_dict()
+    if result.synthetic:
+        document = {"label": SYNTHETIC_LABEL, **document}
+    (folder / SUMMARY_FILE).write_text(json.dumps(finite_json(document), indent=2, default=str,
+                                               allow_nan=False) + "\n")
+    frames = {"summary.parquet": findings_frame(result)}
+    for module in result.modules:
+        (folder / module.module).mkdir()
+        for table in module.tables:
+            frames[table_file(module.module, table.name)] = table.frame
+    for name, frame in frames.items():
+        frame = frame.with_columns(pl.lit(result.trace).alias("trace"), pl.lit(result.synthetic).alias("synthetic"))
+        frame.write_parquet(folder / name)
+    if with_report:
+        from ddlx.reports.render import write_report
+
+        write_report(result, folder)
+    return sorted(path.relative_to(folder) for path in folder.rglob("*") if path.is_file())
+
+
+def finite_json(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by None, so it is valid JSON (`null`)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(item) for item in value]
+    return value
+
+
+def check_results_folder(out_dir: Path) -> None:
+    """`StorageError` unless `out_dir` is missing, an empty folder, or a results folder ddlx wrote."""
+    if not out_dir.exists() and not out_dir.is_symlink():
+        return
+    if not out_dir.is_dir():
+        raise StorageError(f"{out_dir}: exists and is not a folder; choose another --out")
+    if any(out_dir.iterdir()) and not any((out_dir / name).is_file() for name in OWN_FILES):
+        raise StorageError(f"{out_dir}: a folder that is not a ddlx results folder (no {SUMMARY_FILE}); "
+                           "ddlx replaces its results folder whole, so choose an empty or new --out")

@@ -143,3 +143,15 @@ def row_where(frame, **where: object) -> dict:
         frame = frame.filter(pl.col(key) == value)
     assert frame.height == 1, (where, frame)
     return frame.row(0, named=True)
+
+
+def tree_digest(folder: Path) -> dict[str, str]:
+    """Every file below `folder` (hidden ones too) by relative path, with its sha256: equal digests
+    mean byte-identical trees. Lock files, which ddlx creates empty and never fills, are left out."""
+    import hashlib
+
+    if not folder.exists():
+        return {}
+    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*"))
+            if path.is_file() and not path.name.endswith(".lock")}

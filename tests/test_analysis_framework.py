@@ -17,6 +17,7 @@ from ddlx.analysis.model import AnalysisResult, ModuleResult
 from ddlx.analysis.modules import MODULES, load
 from ddlx.analysis.runner import UnknownModuleError, resolve_modules, run_analysis
 from ddlx.errors import DdlxError
+from ddlx.errors import StorageError
 from ddlx.reports.results import write_results
 from tests.conftest import assert_clean_failure
 
@@ -127,7 +128,7 @@ def test_results_are_replaced_whole_and_a_failed_write_leaves_the_old_ones(impor
         raise OSError("disk full")
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", fail)
-    with pytest.raises(OSError):
+    with pytest.raises(StorageError, match="disk full while writing the results"):
         write_results(broken, out)
     monkeypatch.undo()
     assert all(p.read_bytes() == content for p, content in before.items())

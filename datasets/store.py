@@ -1,0 +1,137 @@
+"""Store versions: the folders `<home>/store/<trace>/<version>/` that the catalog's views point to,
+and the rules that keep a reader's version alive while an ingest replaces it.
+
+Every version folder holds a lock file, `.readers.lock`. A reader (an analysis, `ddlx sql`) holds a
+shared lock on it for as long as it reads; an ingest that supersedes the version marks it retired
+(`.retired`) and deletes it only when it can take the lock exclusively, so no running reader ever
+loses its files. A retired version that was in use is deleted by a later ingest or import.
+
+A version is renamed into place before the catalog that names it is written, so a kill between
+the two would leave an orphan: the folder carries `.pending` until the catalog names it, and a
+pending folder that no catalog names is removed by the next ingest.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+READERS_LOCK = ".readers.lock"
+PENDING_MARKER = ".pending"
+RETIRED_MARKER = ".retired"
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no reader locks
+    fcntl = None  # type: ignore[assignment]
+
+
+def mark_pending(version_dir: Path) -> None:
+    """Give a version being built its reader lock and the pending marker."""
+    (version_dir / READERS_LOCK).touch()
+    (version_dir / PENDING_MARKER).touch()
+
+
+def mark_committed(version_dir: Path) -> None:
+    """The catalog names `version_dir` now: it is no longer pending."""
+    (version_dir / PENDING_MARKER).unlink(missing_ok=True)
+
+
+def retire(version_dir: Path) -> bool:
+    """Mark a superseded version retired and delete it unless a reader holds it; True if deleted."""
+    if not version_dir.is_dir():
+        return True
+    (version_dir / RETIRED_MARKER).touch()
+    return _delete_unless_read(version_dir)
+
+
+def _delete_unless_read(version_dir: Path) -> bool:
+    """Delete `version_dir` when no reader holds its lock (taken exclusively, without waiting)."""
+    lock = version_dir / READERS_LOCK
+    if fcntl is None or not lock.exists():
+        shutil.rmtree(version_dir, ignore_errors=True)
+        return True
+    with open(lock, "rb") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        trash = version_dir.parent / f".trash-{version_dir.name}"
+        os.replace(version_dir, trash)  # gone from its path before the lock is let go
+    shutil.rmtree(trash, ignore_errors=True)
+    return True
+
+
+def collect(home: Path, named: Iterable[Path]) -> list[Path]:
+    """Remove what killed or superseded runs left in the store of `home`: staging and trash folders,
+    pending versions the catalog does not name (`named`), and retired versions no reader holds.
+    Call with the ingest lock held. Returns the folders removed."""
+    root = home / "store"
+    if not root.is_dir():
+        return []
+    keep = {Path(p).resolve() for p in named}
+    removed = []
+    for trace_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        for folder in sorted(p for p in trace_dir.iterdir() if p.is_dir()):
+            if folder.name.startswith((".staging-", ".trash-")):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+            elif folder.resolve() in keep:
+                mark_committed(folder)  # a kill came after the catalog named it
+            elif (folder / PENDING_MARKER).exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+            elif (folder / RETIRED_MARKER).exists() and _delete_unless_read(folder):
+                removed.append(folder)
+    return removed
+
+
+class ReaderPins:
+    """Shared locks on the version folders a reader uses; `release()` lets them go."""
+
+    def __init__(self) -> None:
+        self._handles: list = []
+
+    def pin(self, version_dir: Path) -> bool:
+        """Hold `version_dir` for reading; False when it is gone (retired and deleted meanwhile)."""
+        lock = version_dir / READERS_LOCK
+        if fcntl is None:
+            return version_dir.is_dir()
+        try:
+            handle = open(lock, "rb")
+        except FileNotFoundError:
+            # gone, or a version written before reader locks existed: usable while it exists
+            return version_dir.is_dir() and not (version_dir / RETIRED_MARKER).exists()
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        try:
+            same = os.fstat(handle.fileno()).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            handle.close()
+            return False
+        self._handles.append(handle)
+        return True
+
+    def release(self) -> None:
+        for handle in self._handles:
+            handle.close()
+        self._handles.clear()
+
+
+def pin_all(version_dirs: Iterable[Path]) -> ReaderPins | None:
+    """Pins on every one of `version_dirs`, or None (nothing held) when one of them is gone."""
+    pins = ReaderPins()
+    for folder in version_dirs:
+        if not pins.pin(Path(folder)):
+            pins.release()
+            return None
+    return pins
+
+
+def wait_briefly(attempt: int) -> None:
+    """Back off before a reader's next try to read a catalog that changed under it."""
+    time.sleep(min(0.05 * (2 ** attempt), 1.0))

@@ -1,0 +1,332 @@
+"""The limits that keep a hostile or broken source from filling the disk or holding a download for
+ever: archive members may not expand past a size or a ratio (real tar.gz and zip bombs built here),
+only regular files are extracted, and a download must keep a minimum pace (a local server on
+127.0.0.1 that drips bytes). See docs/guarantees.md."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import random
+import re
+import stat
+import tarfile
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from ddlx.datasets import archives
+from ddlx.datasets.archives import ExpansionLimits, extract_members
+from ddlx.datasets.download import download_file
+from ddlx.errors import DownloadError, InputError
+from tests.conftest import assert_clean_failure
+from tests.test_download import _fast_and_local  # noqa: F401  (autouse: no proxies, loopback only)
+from tests.test_helios_ingest import release_files, write_zip
+
+MIB = 1 << 20
+BOMB_BYTES = 50 * MIB  # zeros: about 50 KiB once gzip'd or deflated
+LOW_LIMIT = "10M"  # DDLX_MAX_MEMBER_BYTES in most tests, so that a small bomb is over it
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    """Every file (by its sha256) and folder under `root`, by relative path."""
+    return {p.relative_to(root).as_posix(): _sha256(p) if p.is_file() else "dir" for p in sorted(root.rglob("*"))}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_tar_gz(path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+    return path
+
+
+def _file_info(name: str, size: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    return info
+
+
+def _zeros_tar_gz(path: Path, member: str, size: int = BOMB_BYTES) -> Path:
+    return _write_tar_gz(path, [(_file_info(member, size), bytes(size))])
+
+
+def _sparse_tar_gz(path: Path, member: str, real_size: int) -> Path:
+    """A GNU sparse member whose header's size field says 512 stored bytes, while its sparse map
+    makes it `real_size` bytes long once expanded: a 100-byte archive that unpacks to `real_size`."""
+    info = _file_info(member, 512)
+    info.type = tarfile.GNUTYPE_SPARSE
+    header = bytearray(info.tobuf(tarfile.GNU_FORMAT))
+    header[386:410] = b"%011o\0%011o\0" % (0, 512)  # one data run: 512 bytes at offset 0
+    header[483:495] = b"%011o\0" % real_size  # the expanded size
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(header)  # the header checksum, as tar computes it
+    path.write_bytes(gzip.compress(bytes(header) + b"x" * 512 + bytes(2 * tarfile.BLOCKSIZE)))
+    return path
+
+
+@pytest.fixture
+def pai_home(cli, pai_release: Path, home: Path) -> Path:
+    """A data home holding a good PAI ingest."""
+    assert cli("datasets", "ingest", "pai", "--from", pai_release, "--data-home", home).code == 0
+    return home
+
+
+def _ingest_pai_refused(cli, pai_release: Path, home: Path, *needles: str) -> str:
+    """Ingest the (altered) release into `home`: it must fail cleanly and leave `home` as it was."""
+    before = _tree_digest(home)
+    line = assert_clean_failure(cli("datasets", "ingest", "pai", "--from", pai_release, "--data-home", home),
+                                *needles)
+    assert _tree_digest(home) == before
+    return line
+
+
+# -- archive members past the limits, through `ddlx datasets ingest` -------------------------------
+
+def test_tar_gz_bomb_over_the_member_limit(cli, pai_release: Path, pai_home: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    bomb = _zeros_tar_gz(pai_release / "pai_job_table.tar.gz", "pai_job_table.csv")
+    assert bomb.stat().st_size < MIB
+    monkeypatch.setenv("DDLX_MAX_MEMBER_BYTES", LOW_LIMIT)
+    _ingest_pai_refused(cli, pai_release, pai_home, "pai_job_table.tar.gz", "member 'pai_job_table.csv'",
+                        f"expands to {BOMB_BYTES:,} bytes", "over the limit of 10,485,760 bytes",
+                        "DDLX_MAX_MEMBER_BYTES=")
+
+
+def test_zip_bomb_over_the_member_limit(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    release = write_zip(tmp_path / "good" / "data.zip", release_files())
+    assert cli("datasets", "ingest", "helios", "--from", release, "--data-home", home).code == 0
+    files = release_files()
+    files["Venus/cluster_log.csv"] = bytes(BOMB_BYTES)
+    bomb = write_zip(tmp_path / "bomb" / "data.zip", files)
+    assert bomb.stat().st_size < MIB
+    monkeypatch.setenv("DDLX_MAX_MEMBER_BYTES", LOW_LIMIT)
+    before = _tree_digest(home)
+    result = cli("datasets", "ingest", "helios", "--from", bomb, "--data-home", home)
+    assert_clean_failure(result, "data.zip", "member 'data/Venus/cluster_log.csv'", f"{BOMB_BYTES:,} bytes",
+                         "10,485,760", "DDLX_MAX_MEMBER_BYTES=")
+    assert _tree_digest(home) == before
+
+
+def test_absurd_ratio_is_refused_while_streaming(cli, pai_release: Path, pai_home: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under the default size limit: the ratio, measured as the gzip stream is read, stops it.
+    _zeros_tar_gz(pai_release / "pai_task_table.tar.gz", "pai_task_table.csv")
+    monkeypatch.setenv("DDLX_MAX_EXPANSION_RATIO", "20")
+    line = _ingest_pai_refused(cli, pai_release, pai_home, "pai_task_table.tar.gz", "'pai_task_table.csv'",
+                               "more than 20 times its compressed size", "DDLX_MAX_EXPANSION_RATIO=")
+    written = int(re.search(r"size \(([\d,]+) bytes from", line).group(1).replace(",", ""))
+    assert written < BOMB_BYTES // 2  # stopped early, not after the whole member
+
+
+@pytest.mark.parametrize("limit, needle", [
+    (LOW_LIMIT, "expands to 62,914,560 bytes, over the limit of 10,485,760 bytes"),
+    (None, "times its compressed size"),  # the default limits catch it too, by its ratio
+])
+def test_tar_header_lying_about_its_size(cli, pai_release: Path, pai_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                         limit: str | None, needle: str) -> None:
+    bomb = _sparse_tar_gz(pai_release / "pai_job_table.tar.gz", "pai_job_table.csv", 60 * MIB)
+    assert bomb.stat().st_size < 1024
+    if limit is not None:
+        monkeypatch.setenv("DDLX_MAX_MEMBER_BYTES", limit)
+    _ingest_pai_refused(cli, pai_release, pai_home, "pai_job_table.tar.gz", "'pai_job_table.csv'", needle)
+
+
+def test_declared_ratio_of_a_zip_member_is_refused_before_writing(tmp_path: Path) -> None:
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf, zf.open("jobs.csv", "w") as out:
+        for _ in range(100):
+            out.write(bytes(MIB))
+    dest = tmp_path / "out" / "jobs.csv"
+    dest.parent.mkdir()
+    with pytest.raises(InputError, match=r"'jobs.csv' expands more than 200 times .*104,857,600 bytes"):
+        extract_members(archive, {"jobs.csv": dest})
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_bytes_are_counted_whatever_the_header_declared(tmp_path: Path) -> None:
+    """A reader that yields more than its header declared is still stopped at the limit."""
+    limits = ExpansionLimits(max_member_bytes=3 * MIB)
+    meter = archives._MemberMeter(tmp_path / "a.tar.gz", "m.csv", limits, position=lambda: 8 * MIB, start=0)
+    with pytest.raises(InputError, match=r"'m.csv' expands to more than 3,145,728 bytes"):
+        archives._copy_member(io.BytesIO(bytes(8 * MIB)), tmp_path / "m.csv", meter)
+    assert meter.written <= archives.COPY_CHUNK + 3 * MIB
+    assert (tmp_path / "m.csv").stat().st_size <= 3 * MIB  # the chunk past the limit was never written
+
+
+def test_import_listing_refuses_a_declared_oversize_member(cli, pai_home: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    bomb = _zeros_tar_gz(tmp_path / "export.tar.gz", "jobs.csv")
+    monkeypatch.setenv("DDLX_MAX_MEMBER_BYTES", LOW_LIMIT)
+    before = _tree_digest(pai_home)
+    result = cli("datasets", "import", "mine", "--from", bomb, "--map", "submit=a,duration=b,gpus=c",
+                 "--data-home", pai_home)
+    assert_clean_failure(result, "export.tar.gz", "member 'jobs.csv'", "10,485,760", "DDLX_MAX_MEMBER_BYTES=")
+    assert _tree_digest(pai_home) == before
+
+
+def test_malformed_limit_is_a_clean_error(cli, pai_release: Path, pai_home: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # A changed input (else ingest has nothing to do), so that extraction reads the limits.
+    _zeros_tar_gz(pai_release / "pai_job_table.tar.gz", "pai_job_table.csv", size=10)
+    monkeypatch.setenv("DDLX_MAX_MEMBER_BYTES", "lots")
+    _ingest_pai_refused(cli, pai_release, pai_home, "DDLX_MAX_MEMBER_BYTES", "'lots'", "positive whole number")
+    monkeypatch.setenv("DDLX_MAX_MEMBER_BYTES", "64G")
+    assert ExpansionLimits.from_environment().max_member_bytes == 64 << 30
+
+
+# -- member types and names ------------------------------------------------------------------------
+
+def _special(name: str, kind: bytes, linkname: str = "") -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, linkname
+    return info, b""
+
+
+def test_only_regular_members_are_extracted(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    tar = _write_tar_gz(tmp_path / "links.tar.gz", [
+        _special("jobs.csv", tarfile.SYMTYPE, "/etc/passwd"),
+        _special("a/jobs.csv", tarfile.LNKTYPE, "../b"),
+        _special("b/jobs.csv", tarfile.FIFOTYPE),
+        _special("c/jobs.csv", tarfile.CHRTYPE),
+        _special("d/jobs.csv", tarfile.BLKTYPE),
+        _special("e/jobs.csv", tarfile.DIRTYPE),
+    ])
+    zipped = tmp_path / "links.zip"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        for name, mode in [("jobs.csv", stat.S_IFLNK | 0o777), ("f/jobs.csv", stat.S_IFIFO | 0o644)]:
+            entry = zipfile.ZipInfo(name)
+            entry.create_system = 3  # Unix: the high bits of external_attr are the file mode
+            entry.external_attr = mode << 16
+            zf.writestr(entry, "/etc/passwd")
+        zf.writestr("g/jobs.csv/", "")
+    assert archives.archive_member_names(zipped) == []
+    for archive in (tar, zipped):
+        with pytest.raises(InputError, match="no member 'jobs.csv'"):
+            extract_members(archive, {"jobs.csv": out / "jobs.csv"})
+        assert list(out.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["links.tar.gz", "links.zip", "out"]
+
+
+def test_zip_member_names_cannot_escape(tmp_path: Path) -> None:
+    archive = tmp_path / "inner" / "names.zip"
+    archive.parent.mkdir()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("../escaped.csv", "a\n")
+        zf.writestr("/tmp/absolute-ddlx-limits-test.csv", "b\n")
+    out = tmp_path / "inner" / "out"
+    out.mkdir()
+    wanted = {"escaped.csv": out / "0.csv", "absolute-ddlx-limits-test.csv": out / "1.csv"}
+    extract_members(archive, wanted)
+    assert [p.read_text() for p in wanted.values()] == ["a\n", "b\n"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["0.csv", "1.csv", "inner", "names.zip", "out"]
+    assert not Path("/tmp/absolute-ddlx-limits-test.csv").exists()
+
+
+# -- the download deadline -------------------------------------------------------------------------
+
+PAYLOAD = random.Random(42).randbytes(200_000)
+DRIP_INTERVAL_S = 0.5
+DRIP_MAX_BYTES = 40  # a dripping reply gives up after 20 s whatever the client does
+
+
+@dataclass
+class DripServer:
+    """Serves PAYLOAD at /data.bin (with ranges); while `drip`, one byte per DRIP_INTERVAL_S."""
+
+    drip: bool = True
+    port: int = 0
+    ranges: list[str | None] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/data.bin"
+
+
+def _drip_handler(state: DripServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            asked = self.headers.get("Range")
+            state.ranges.append(asked)
+            start = int(asked.removeprefix("bytes=").rstrip("-")) if asked else 0
+            body = PAYLOAD[start:]
+            self.send_response(206 if asked else 200)
+            if asked:
+                self.send_header("Content-Range", f"bytes {start}-{len(PAYLOAD) - 1}/{len(PAYLOAD)}")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if not state.drip:
+                self.wfile.write(body)
+                return
+            self.close_connection = True
+            try:
+                for offset in range(min(DRIP_MAX_BYTES, len(body))):
+                    if state.stop.wait(DRIP_INTERVAL_S):
+                        return
+                    self.wfile.write(body[offset:offset + 1])
+                    self.wfile.flush()
+            except OSError:  # the client gave up
+                pass
+
+    return Handler
+
+
+@pytest.fixture
+def drip_server() -> Iterator[DripServer]:
+    state = DripServer()
+    with ThreadingHTTPServer(("127.0.0.1", 0), _drip_handler(state)) as httpd:
+        state.port = httpd.server_address[1]
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        try:
+            yield state
+        finally:
+            state.stop.set()
+            httpd.shutdown()
+
+
+def test_dripping_server_meets_the_deadline_then_resume_completes(
+        drip_server: DripServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DDLX_DOWNLOAD_DEADLINE_S", "2")
+    dest, part = tmp_path / "data.bin", tmp_path / "data.bin.part"
+    sha = hashlib.sha256(PAYLOAD).hexdigest()
+    started = time.monotonic()
+    with pytest.raises(DownloadError) as excinfo:
+        download_file(drip_server.url, dest, sha256=sha, size_bytes=len(PAYLOAD), timeout_s=5)
+    assert time.monotonic() - started < 6
+    message = str(excinfo.value)
+    received = part.stat().st_size
+    assert 1 <= received < DRIP_MAX_BYTES and part.read_bytes() == PAYLOAD[:received]
+    for needle in (drip_server.url, f"after receiving {received} of {len(PAYLOAD)} bytes", "every 2 s",
+                   "16 KiB/s", "DDLX_DOWNLOAD_DEADLINE_S", str(part), "resumes"):
+        assert needle in message, (needle, message)
+    assert "\n" not in message and not dest.exists()
+    assert drip_server.ranges == [None]  # a stall is not retried
+
+    drip_server.drip = False
+    assert download_file(drip_server.url, dest, sha256=sha, size_bytes=len(PAYLOAD)) == dest
+    assert drip_server.ranges == [None, f"bytes={received}-"]
+    assert dest.read_bytes() == PAYLOAD and not part.exists()
+
+
+def test_malformed_deadline_is_a_download_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DDLX_DOWNLOAD_DEADLINE_S", "soon")
+    with pytest.raises(DownloadError, match="DDLX_DOWNLOAD_DEADLINE_S='soon' is not a positive number"):
+        download_file("http://127.0.0.1:9/data.bin", tmp_path / "data.bin", sha256=None)
+    assert list(tmp_path.iterdir()) == []
