@@ -72,21 +72,24 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 @contextlib.contextmanager
-def folder_lock(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `lock_path` (created if missing) for the block (POSIX `flock`;
-    elsewhere no lock)."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a") as handle:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            yield
-            return
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def folder_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` for the block: a lock file (created if missing), or an
+    existing folder itself, which leaves nothing behind (POSIX `flock`; elsewhere no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    if path.is_dir():
+        fd = os.open(path, os.O_RDONLY)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing lets go of the lock
 
 
 _RENAME_EXCHANGE = 2  # Linux renameat2 flag: swap two paths in one step
@@ -131,14 +134,14 @@ def replace_folder(path: Path, build: Callable[[Path], T]) -> T:
     """Build a new folder with `build(tmp)` and put it at `path` in one step, replacing the old
     folder whole; returns what `build` returned.
 
-    Runs under a lock beside `path` (`.<name>.lock`), so two runs into one folder take turns; a
+    Runs under a lock on the parent folder, so two runs into one folder take turns; a
     failure or a kill at any moment leaves the old folder or the new one, never a mix, and the next
     run cleans what a killed one left. Where the file system cannot swap two folders in one step,
     the old folder is moved aside first and restored by `recover_folder` if a kill comes between.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with folder_lock(path.parent / f".{path.name}.lock"):
+    with folder_lock(path.parent):
         recover_folder(path)
         tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()

@@ -216,15 +216,15 @@ def sql(
 ) -> None:
     """Run a query on the catalog (tables: jobs, pai_job_table, ...) and print the result."""
     from ddlx.datasets.catalog import query as run_query
-    from ddlx.reports.text import format_table
+    from ddlx.reports.text import format_csv, format_json, format_table
 
     if output_format not in ("table", "csv", "json"):
         raise typer.BadParameter("expected table, csv or json", param_hint="--format")
     frame = run_query(_home(data_home), query)
     if output_format == "csv":
-        typer.echo(frame.write_csv(), nl=False)
+        typer.echo(format_csv(frame), nl=False)
     elif output_format == "json":
-        typer.echo(json.dumps(frame.to_dicts(), default=str, indent=1))
+        typer.echo(format_json(frame))
     else:
         typer.echo(format_table(frame, max_rows=max_rows))
 

@@ -49,10 +49,11 @@ from pathlib import Path
 import duckdb
 
 from ddlx.datasets.canonical import state_case_sql
-from ddlx.datasets.adapter import (CsvFormat, LocalPart, SourcePart, TraceAdapter, load_csv_parts,
-                                   missing_error)
+from ddlx.datasets.adapter import CsvFormat, LocalPart, SourcePart, TraceAdapter, is_input_file, missing_error
 from ddlx.datasets.csvload import LoadResult, read_header, sql_string
+from ddlx.datasets.ranges import REAL_TIME_WINDOW, TEN_YEARS_S, ValueRange
 from ddlx.datasets.registry import ACME
+from ddlx.datasets.timezones import utc_offset_pattern
 from ddlx.datasets.validation import Check, Figure, duplicate_key_check
 from ddlx.errors import InputError
 
@@ -101,6 +102,23 @@ COLUMNS: dict[str, str] = {
     "queue": "DOUBLE",
     "gpu_time": "DOUBLE",
 }
+#: Seconds as given; negative only as the counted findings "start before submission" and
+#: "negative duration" make them.
+_SECONDS = ValueRange(-TEN_YEARS_S, TEN_YEARS_S, "seconds")
+_MAX_GPUS = 100_000
+#: Accepted range of every numeric and time column; values outside (NaN, inf too) are refused.
+RANGES: dict[str, ValueRange] = {
+    "node_num": ValueRange(0, 100_000, "nodes"),
+    "gpu_num": ValueRange(0, _MAX_GPUS, "GPUs"),
+    "cpu_num": ValueRange(0, 10_000_000, "CPU cores"),
+    "mem_per_pod_GB": ValueRange(0, 100_000, "GB"),
+    "shared_mem_per_pod": ValueRange(0, 100_000, "GB"),
+    **{name: ValueRange(*REAL_TIME_WINDOW) for name, sql_type in COLUMNS.items() if sql_type == TIME},
+    "duration": _SECONDS,
+    "queue": _SECONDS,
+    "gpu_time": ValueRange(-TEN_YEARS_S * _MAX_GPUS, TEN_YEARS_S * _MAX_GPUS, "GPU-seconds"),
+}
+
 #: The columns only Kalos has.
 KALOS_ONLY: tuple[str, ...] = ("mem_per_pod_GB", "shared_mem_per_pod", "fail_time", "stop_time")
 #: The columns of each cluster's file, in the order the release documents them.
@@ -108,8 +126,8 @@ SEREN_COLUMNS: tuple[str, ...] = tuple(name for name in COLUMNS if name not in K
 KALOS_COLUMNS: tuple[str, ...] = tuple(COLUMNS)
 FILE_COLUMNS: dict[str, tuple[str, ...]] = {"seren": SEREN_COLUMNS, "kalos": KALOS_COLUMNS}
 
-#: A time with its UTC offset (DuckDB regular expression); the offset may be at most ±14:00.
-TIME_PATTERN = r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-](0\d|1[0-4]):[0-5]\d"
+#: A time with its UTC offset (DuckDB regular expression); the offset must be one a real zone has.
+TIME_PATTERN = r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?" + utc_offset_pattern()
 TIME_EXAMPLE = "2023-03-01 00:18:22+08:00"
 _BAD_TIME_MARK = "ddlx-bad-time"
 _BAD_TIME = re.compile(re.escape(_BAD_TIME_MARK) + r"\[(\w+)\]=(.*?)\)?$")
@@ -287,7 +305,7 @@ class AcmeAdapter(TraceAdapter):
         for name, cluster in CLUSTER_FILES.items():
             for folder in SEARCH_FOLDERS:
                 path = source / folder / name
-                if path.is_file():
+                if is_input_file(path):
                     parts.append(SourcePart(path, labels=(("cluster", cluster),),
                                             official_sha256=published.get(name)))
                     break
@@ -300,11 +318,13 @@ class AcmeAdapter(TraceAdapter):
         return CsvFormat(columns=columns, select=select_sql(part, columns), header=True,
                          expected_header=tuple(columns))
 
+    def value_ranges(self, table: str) -> dict[str, ValueRange]:
+        return RANGES
+
     def load_table(self, con: duckdb.DuckDBPyConnection, table: str, parts: list[LocalPart],
                    out_path: Path, max_rejected_rows: int) -> LoadResult:
         try:
-            return load_csv_parts(con, parts, out_path, max_rejected_rows,
-                                  lambda part: self.csv_format(table, part))
+            return super().load_table(con, table, parts, out_path, max_rejected_rows)
         except InputError as exc:
             bad = _BAD_TIME.search(exc.problem)
             local = next((p for p in parts if p.part.display == exc.path), None)

@@ -11,11 +11,15 @@ at the top and defines a `TraceAdapter` subclass. `ingest` drives every adapter 
 4. `derived_tables(paths)`: SELECTs over the stored Parquet files that build further tables, the
    canonical `<trace>_jobs` among them;
 5. `validation_checks(present)` and `figures(present)`: the validation report.
+
+`value_ranges(table)` declares the accepted range of each numeric and time column of a stored
+table (`ddlx.datasets.ranges`); the default `load_table` refuses values outside them.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +29,7 @@ import duckdb
 
 from ddlx.datasets.canonical import jobs_table_name
 from ddlx.datasets.csvload import CsvSource, LoadResult, check_header, load_csv_sources, sql_string
+from ddlx.datasets.ranges import ValueRange
 from ddlx.datasets.registry import TraceInfo
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError
@@ -124,11 +129,15 @@ class TraceAdapter:
         """The CSV format of `part` of `table` (used by the default `load_table`)."""
         raise NotImplementedError
 
+    def value_ranges(self, table: str) -> dict[str, ValueRange]:
+        """Stored column -> accepted range, for every numeric and time column of `table`."""
+        return {}
+
     def load_table(self, con: duckdb.DuckDBPyConnection, table: str, parts: list[LocalPart],
                    out_path: Path, max_rejected_rows: int) -> LoadResult:
         """Read the parts of `table` into one zstd Parquet file at `out_path`."""
         return load_csv_parts(con, parts, out_path, max_rejected_rows,
-                              lambda part: self.csv_format(table, part))
+                              lambda part: self.csv_format(table, part), self.value_ranges(table))
 
     # -- derived tables and validation -------------------------------------------------------
 
@@ -158,8 +167,10 @@ class TraceAdapter:
 
 
 def load_csv_parts(con: duckdb.DuckDBPyConnection, parts: list[LocalPart], out_path: Path,
-                   max_rejected_rows: int, format_of: Any) -> LoadResult:
-    """Load the CSV parts, each with its format (headers checked first), into one Parquet file."""
+                   max_rejected_rows: int, format_of: Any,
+                   ranges: dict[str, ValueRange] | None = None) -> LoadResult:
+    """Load the CSV parts, each with its format (headers checked first), into one Parquet file;
+    values outside `ranges` are refused (see `csvload.check_ranges`)."""
     sources = []
     for local in parts:
         fmt: CsvFormat = format_of(local.part)
@@ -168,7 +179,7 @@ def load_csv_parts(con: duckdb.DuckDBPyConnection, parts: list[LocalPart], out_p
                          fmt.expected_header or tuple(fmt.columns), fmt.delimiter)
         sources.append(CsvSource(local.local_path, local.part.display, fmt.columns, fmt.select,
                                  fmt.header, fmt.delimiter, fmt.timestamp_format))
-    return load_csv_sources(con, sources, out_path, max_rejected_rows)
+    return load_csv_sources(con, sources, out_path, max_rejected_rows, ranges)
 
 
 def merge_results(total: LoadResult, part: LoadResult) -> None:
@@ -185,13 +196,30 @@ def parquet_sql(folder: Path, table: str) -> str:
     return f"read_parquet({sql_string(str(folder / f'{table}.parquet'))})"
 
 
+def is_input_file(path: Path) -> bool:
+    """True for a regular file (or a link to one) at `path`, False when nothing is there;
+    `InputError` when something else stands where an input file is expected (a folder, a FIFO,
+    a device, a socket), so it is never silently taken for a missing file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise InputError(str(path), f"cannot be read ({exc.strerror or exc}); expected a file") from None
+    if stat.S_ISREG(mode):
+        return True
+    kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
+    raise InputError(str(path), f"is {kind}; expected a file")
+
+
 def find_file(source: Path, names: Sequence[str]) -> Path | None:
     """The first of `names` found in `source` or in one of its subfolders (sorted), else None."""
     folders = [source] + sorted(p for p in source.iterdir() if p.is_dir() and not p.name.startswith("."))
     for folder in folders:
         for name in names:
             candidate = folder / name
-            if candidate.is_file():
+            if is_input_file(candidate):
                 return candidate
     return None
 

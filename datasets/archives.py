@@ -157,6 +157,47 @@ def extract_members(archive: Path, wanted: dict[str, Path],
     return sha256_file(archive)
 
 
+def check_member(archive: Path, name: str, kind: str | None, wanted: bool) -> None:
+    """Refuse (`InputError`) an archive whose member `name` is absolute or climbs out with `..`
+    (no official release has one: such an archive is damaged or hostile), and a `wanted` member
+    that is not a regular file (`kind` names what it is instead; None for a regular file)."""
+    parts = name.replace("\\", "/").split("/")
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        problem = "is an absolute path"
+    elif ".." in parts:
+        problem = "climbs out of the archive with '..'"
+    elif wanted and kind is not None:
+        raise InputError(str(archive), f"member {name!r} is {kind}; expected a regular file")
+    else:
+        return
+    raise InputError(str(archive), f"member name {name!r} {problem}; expected names relative to the archive "
+                                   "(refusing the whole archive)")
+
+
+def tar_member_kind(member: tarfile.TarInfo) -> str | None:
+    """What a tar member is when it is not a regular file ("a symbolic link", ...); None if it is."""
+    if member.isfile():
+        return None
+    return ("a symbolic link" if member.issym() else "a hard link" if member.islnk()
+            else "a folder" if member.isdir() else "a device or FIFO")
+
+
+def zip_member_kind(info: zipfile.ZipInfo) -> str | None:
+    """What a zip entry is when it is not a regular file; None if it is."""
+    file_type = stat.S_IFMT(info.external_attr >> 16)
+    if not info.is_dir() and file_type in (0, stat.S_IFREG):
+        return None
+    return ("a folder" if info.is_dir() or file_type == stat.S_IFDIR
+            else "a symbolic link" if file_type == stat.S_IFLNK else "a device or FIFO")
+
+
+def read_to_the_end(stream: BinaryIO) -> None:
+    """Read what follows the last tar member, so a gzip stream cut short (or with a wrong
+    checksum in its trailer) raises instead of passing for complete."""
+    while stream.read(COPY_CHUNK):
+        pass
+
+
 def _wanted_member(name: str, wanted: dict[str, Path], done: set[str]) -> str | None:
     return next((m for m in wanted if m not in done and member_matches(name, m)), None)
 
@@ -212,9 +253,11 @@ def _extract_tar(archive: Path, wanted: dict[str, Path], done: set[str],
                  on_extracted: Callable[[str], None] | None, limits: ExpansionLimits) -> None:
     with open(archive, "rb") as raw, tarfile.open(fileobj=raw, mode="r:gz") as tar:
         while (member := tar.next()) is not None:
-            # isfile(): regular (also sparse) files only; links, devices and FIFOs are skipped.
-            target = _wanted_member(member.name, wanted, done) if member.isfile() else None
-            if target is None:
+            # only regular (also sparse) files are written; a wanted link, device or FIFO is refused
+            target = _wanted_member(member.name, wanted, done)
+            kind = tar_member_kind(member)
+            check_member(archive, member.name, kind, target is not None)
+            if target is None or kind is not None:
                 continue
             limits.check_size(archive, member.name, member.size)
             source = tar.extractfile(member)
@@ -223,12 +266,7 @@ def _extract_tar(archive: Path, wanted: dict[str, Path], done: set[str],
                 _copy_member(source, wanted[target],
                              _MemberMeter(archive, member.name, limits, raw.tell, raw.tell()))
             _finished(target, done, on_extracted)
-
-
-def _is_regular_zip_member(info: zipfile.ZipInfo) -> bool:
-    """A file entry; not a folder, nor a Unix symlink, device or FIFO entry."""
-    file_type = stat.S_IFMT(info.external_attr >> 16)
-    return not info.is_dir() and file_type in (0, stat.S_IFREG)
+        read_to_the_end(tar.fileobj)
 
 
 def _extract_zip(archive: Path, wanted: dict[str, Path], done: set[str],
@@ -236,8 +274,10 @@ def _extract_zip(archive: Path, wanted: dict[str, Path], done: set[str],
     with open(archive, "rb") as raw, zipfile.ZipFile(raw) as zf:
         for info in zf.infolist():
             name = info.filename
-            target = _wanted_member(name, wanted, done) if _is_regular_zip_member(info) else None
-            if target is None:
+            target = _wanted_member(name, wanted, done)
+            kind = zip_member_kind(info)
+            check_member(archive, name, kind, target is not None and not info.is_dir())
+            if target is None or kind is not None:
                 continue
             limits.check_size(archive, name, info.file_size)
             limits.check_ratio(archive, name, info.file_size, info.compress_size)
@@ -247,12 +287,30 @@ def _extract_zip(archive: Path, wanted: dict[str, Path], done: set[str],
             _finished(target, done, on_extracted)
 
 
-def archive_member_names(archive: Path) -> list[str] | None:
-    """The member names of a zip `archive` (cheap: its directory); None for a gzip'd tar."""
-    if not archive.name.endswith(".zip"):
-        return None
+def archive_member_names(archive: Path, wanted: Callable[[str], bool] = lambda name: False) -> list[str]:
+    """The regular-file members of a zip (cheap: its directory) or a gzip'd tar (read once, whole).
+
+    Every member name is checked (`check_member`); a member for which `wanted(name)` holds must
+    also be a regular file within the member size limit, else `InputError`."""
+    limits = ExpansionLimits.from_environment()
+    names = []
     try:
-        with zipfile.ZipFile(archive) as zf:
-            return [info.filename for info in zf.infolist() if _is_regular_zip_member(info)]
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise InputError(str(archive), f"archive is truncated or corrupt ({exc}); expected a complete zip") from None
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as zf:
+                members = [(info.filename, zip_member_kind(info), info.file_size) for info in zf.infolist()]
+        else:
+            with tarfile.open(archive, mode="r:gz") as tar:
+                members = [(m.name, tar_member_kind(m), m.size) for m in iter(tar.next, None)]
+                read_to_the_end(tar.fileobj)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError) as exc:
+        kind = "zip" if archive.name.endswith(".zip") else "gzip'd tar"
+        raise InputError(str(archive), f"archive is truncated or corrupt ({exc or type(exc).__name__}); "
+                                       f"expected a complete {kind}") from None
+    for name, kind, size in members:
+        is_wanted = wanted(name) and kind != "a folder"
+        check_member(archive, name, kind, is_wanted)
+        if is_wanted:
+            limits.check_size(archive, name, size)
+        if kind is None:
+            names.append(name)
+    return names

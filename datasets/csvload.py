@@ -7,14 +7,16 @@ one `InputError` naming the file, the line, the field and what was expected.
 
 from __future__ import annotations
 
+import csv
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from ddlx.errors import InputError
+from ddlx.datasets.ranges import ValueRange, in_range_sql, out_of_range_cells, range_counts_sql, range_screen_sql
+from ddlx.errors import InputError, read_error
 
 _CONVERT_VALUE = re.compile(r'Could not convert string "(.*?)" to')
 
@@ -153,24 +155,26 @@ def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display:
                         columns: dict[str, str], select_sql: str, out_path: Path,
                         max_rejected_rows: int = 0, header: bool = False,
                         delimiter: str = ",", timestamp_format: str | None = None,
-                        null_strings: tuple[str, ...] = ()) -> LoadResult:
+                        null_strings: tuple[str, ...] = (),
+                        ranges: dict[str, ValueRange] | None = None) -> LoadResult:
     """Read `csv_path` with `columns`, apply `select_sql` (which reads FROM `src`), write zstd Parquet.
 
     See `load_csv_sources`.
     """
     source = CsvSource(csv_path, display, columns, select_sql, header, delimiter, timestamp_format,
                        null_strings)
-    return load_csv_sources(con, [source], out_path, max_rejected_rows)
+    return load_csv_sources(con, [source], out_path, max_rejected_rows, ranges)
 
 
 def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], out_path: Path,
-                     max_rejected_rows: int = 0) -> LoadResult:
+                     max_rejected_rows: int = 0, ranges: dict[str, ValueRange] | None = None) -> LoadResult:
     """Read every CSV of `sources` and write their rows (combined by column name) to one zstd
     Parquet file in a single pass.
 
     With `header`, a file's first line must be there and is skipped (callers check its names).
-    Raises `InputError` for an empty file or when more than `max_rejected_rows` rows (over all the
-    files) are bad; the Parquet file is then removed.
+    `ranges` (stored column -> `ValueRange`) are then checked by `check_ranges`. Raises
+    `InputError` for an empty file or when more than `max_rejected_rows` rows (over all the
+    files) are bad, unreadable or out of range; the Parquet file is then removed.
     """
     for source in sources:
         if source.path.stat().st_size == 0:
@@ -194,14 +198,15 @@ def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], o
             for source in sources:
                 load_csv_sources(con, [source], out_path, max_rejected_rows)
                 out_path.unlink(missing_ok=True)
-        first = str(exc).strip().splitlines()[0]
-        raise InputError(sources[0].display, f"cannot be read as CSV ({first})") from None
+        raise read_error(exc, sources[0].display, "cannot be read as CSV", out_path) from None
     by_path = {str(source.path): source for source in sources}
     first_per_line: dict[tuple[str, int], tuple] = {}
     for row in reject_rows:
         first_per_line.setdefault((row[0], row[1]), row)
     result = LoadResult(rows=int(rows), rejected=len(first_per_line))
     if not first_per_line:
+        if ranges:
+            check_ranges(con, sources, out_path, ranges, result, max_rejected_rows)
         return result
     errors = []
     for path, line, column, error_type, csv_line, message in first_per_line.values():
@@ -218,4 +223,80 @@ def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], o
         reason = error.problem.split(";")[0]
         result.reasons[reason] = result.reasons.get(reason, 0) + 1
     result.examples = [str(e) for e in errors[:5]]
+    if ranges:
+        check_ranges(con, sources, out_path, ranges, result, max_rejected_rows)
     return result
+
+
+def range_error(display: str, line: int | None, field: str, text: str, ranged: ValueRange) -> InputError:
+    """The `InputError` of a value outside its declared range."""
+    return InputError(display, f"value {text.strip()!r} is outside the accepted range {ranged.describe()}",
+                      line=line, field=field)
+
+
+def _numbered_rows(source: CsvSource) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of the data rows of `source` (error path only: Python reads the file)."""
+    with open(source.path, encoding="utf-8", errors="replace", newline="") as handle:
+        reader = csv.reader(handle, delimiter=source.delimiter, quotechar='"')
+        if source.header:
+            next(reader, None)
+        for fields in reader:
+            if fields:
+                yield reader.line_num, fields
+
+
+def out_of_range_errors(sources: list[CsvSource], ranges: dict[str, ValueRange]) -> Iterator[InputError]:
+    """An `InputError` per out-of-range value of the `sources`, in file and line order (error
+    path only: scans the files)."""
+    for source in sources:
+        cells = out_of_range_cells(_numbered_rows(source), list(source.columns), ranges)
+        for line, field, text, ranged in cells:
+            yield range_error(source.display, line, field, text, ranged)
+
+
+def check_ranges(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], out_path: Path,
+                 ranges: dict[str, ValueRange], result: LoadResult, max_rejected_rows: int) -> None:
+    """Refuse the values of the stored table at `out_path` that lie outside `ranges`.
+
+    A screen on each column's extremes (`range_screen_sql`, mostly answered by the Parquet
+    statistics) finds whether there are any; only then one aggregate pass over the Parquet file
+    counts them. Rows holding one are rejected rows:
+    within `max_rejected_rows` (with the rows the reader rejected) they are dropped from the
+    table and counted in `result`; beyond it the Parquet file is removed and the first one (in
+    file order) raises its `InputError`.
+    """
+    stored = f"read_parquet({sql_string(str(out_path))})"
+    if int(con.execute(range_screen_sql(stored, ranges)).fetchall()[0][0]) == 0:
+        return
+    found = con.execute(range_counts_sql(stored, ranges)).fetchall()[0]
+    bad_rows = int(found[0])
+    if bad_rows == 0:
+        return
+    examples = out_of_range_errors(sources, ranges)
+    if result.rejected + bad_rows > max_rejected_rows:
+        out_path.unlink(missing_ok=True)
+        error = next(examples, None)
+        if error is None:  # the scan could not tell the line: name the field and the range
+            column, ranged = next((c, r) for (c, r), n in zip(ranges.items(), found[1:]) if n)
+            error = InputError(sources[0].display, f"{int(sum(found[1:]))} value(s) outside the accepted "
+                               f"range {ranged.describe()}", field=ranged.field or column)
+        more = result.rejected + bad_rows - 1
+        if more:
+            error.args = (f"{error.args[0]} (and {more} more bad rows)",)
+        raise error
+    kept = out_path.with_name(f"{out_path.stem}.in-range.parquet")
+    result.rows = int(con.execute(f"COPY (SELECT * FROM {stored} WHERE {in_range_sql(ranges)}) TO "
+                                  f"{sql_string(str(kept))} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0])
+    kept.replace(out_path)
+    result.rejected += bad_rows
+    for (column, ranged), count in zip(ranges.items(), found[1:]):
+        if count:
+            reason = f"{ranged.field or column} outside the accepted range {ranged.describe()}"
+            result.reasons[reason] = result.reasons.get(reason, 0) + int(count)
+    wanted = min(5 - len(result.examples), bad_rows)  # stop scanning once every bad row is named
+    for error in examples:
+        if wanted <= 0:
+            break
+        result.examples.append(str(error))
+        wanted -= 1
+

@@ -55,11 +55,13 @@ from ddlx.datasets.adapter import (
     LocalPart,
     SourcePart,
     TraceAdapter,
+    is_input_file,
     load_csv_parts,
     missing_error,
 )
 from ddlx.datasets.archives import archive_member_names, member_matches
 from ddlx.datasets.csvload import LoadResult, read_header, sql_string
+from ddlx.datasets.ranges import EVERY_OTHER_FIELD, REAL_TIME_WINDOW, TEN_YEARS_S, ValueRange
 from ddlx.datasets.registry import HELIOS
 from ddlx.datasets.timezones import utc_from_zone_sql
 from ddlx.datasets.validation import Check, Figure, duplicate_key_check
@@ -126,6 +128,27 @@ CAPACITY_DATE_COLUMN = "date"
 CAPACITY_TOTAL_COLUMN = "total"
 CAPACITY_DATE_TYPE = "DATE"
 CAPACITY_GPUS_TYPE = "BIGINT"
+
+_WALL_CLOCK = ValueRange(*REAL_TIME_WINDOW)
+#: Seconds as given; negative only as the counted findings "start before submission" and
+#: "negative duration" make them.
+_SECONDS = ValueRange(-TEN_YEARS_S, TEN_YEARS_S, "seconds")
+#: Accepted range of every numeric and time column, per stored table; values outside are refused.
+RANGES: dict[str, dict[str, ValueRange]] = {
+    LOG_TABLE: {
+        "gpu_num": ValueRange(0, 100_000, "GPUs"),
+        "cpu_num": ValueRange(0, 10_000_000, "CPU cores"),
+        "node_num": ValueRange(0, 100_000, "nodes"),
+        **{name: _WALL_CLOCK for name in TIME_COLUMNS},
+        "duration": _SECONDS,
+        "queue": _SECONDS,
+    },
+    CAPACITY_TABLE: {
+        "date": ValueRange(*REAL_TIME_WINDOW, field=CAPACITY_DATE_COLUMN),
+        "total": ValueRange(0, 1_000_000, "GPUs", field=CAPACITY_TOTAL_COLUMN),
+        "gpus": ValueRange(0, 1_000_000, "GPUs", field=EVERY_OTHER_FIELD),
+    },
+}
 
 
 def quote_identifier(name: str) -> str:
@@ -326,7 +349,7 @@ def _folder_parts(source: Path, file_name: str) -> list[SourcePart]:
     parts = []
     for cluster in CLUSTERS:
         for folder in (source / cluster, source / DATA_FOLDER / cluster):
-            if (folder / file_name).is_file():
+            if is_input_file(folder / file_name):
                 parts.append(SourcePart(folder / file_name, labels=(("cluster", cluster),)))
                 break
     return parts
@@ -393,8 +416,11 @@ class HeliosAdapter(TraceAdapter):
                    out_path: Path, max_rejected_rows: int) -> LoadResult:
         if table == CAPACITY_TABLE:
             formats = {local.part: capacity_format(local) for local in parts}
-            return load_csv_parts(con, parts, out_path, max_rejected_rows, formats.__getitem__)
+            return load_csv_parts(con, parts, out_path, max_rejected_rows, formats.__getitem__, RANGES[table])
         return super().load_table(con, table, parts, out_path, max_rejected_rows)
+
+    def value_ranges(self, table: str) -> dict[str, ValueRange]:
+        return RANGES[table]
 
     def derived_views(self, present: set[str]) -> dict[str, str]:
         if LOG_TABLE in present:

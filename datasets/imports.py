@@ -61,8 +61,6 @@ import csv
 import math
 import os
 import re
-import tarfile
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -73,14 +71,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import duckdb
 
 from ddlx.datasets.adapter import (
-    CsvFormat, LocalPart, SourcePart, TraceAdapter, is_archive, load_csv_parts, merge_results, parquet_sql,
+    CsvFormat, LocalPart, SourcePart, TraceAdapter, is_archive, is_input_file, load_csv_parts, merge_results,
+    parquet_sql,
 )
 from ddlx.datasets.archives import archive_member_names
 from ddlx.datasets.canonical import STATES, jobs_table_name
 from ddlx.datasets.csvload import LoadResult, read_header, sql_string
-from ddlx.datasets.timezones import utc_from_zone_sql
+from ddlx.datasets.ranges import ValueRange
+from ddlx.datasets.timezones import utc_from_zone_sql, utc_offset_pattern
 from ddlx.datasets.validation import Check, Figure
-from ddlx.errors import DdlxError, InputError, UnknownDatasetError
+from ddlx.errors import DdlxError, InputError, UnknownDatasetError, read_error
 
 if TYPE_CHECKING:
     from ddlx.datasets.ingest import IngestResult
@@ -125,13 +125,26 @@ STATE_WORDS: dict[str, str] = {
     "pending": "pending", "waiting": "pending", "queued": "pending", "requeued": "pending",
 }
 
+#: Accepted range of the canonical times: origin-relative traces start at the Unix epoch (1970).
+TIME_RANGE = ValueRange("1900-01-01", "2100-01-01")
+#: Accepted range of each mapped number (`duration` in seconds; scaled to the time unit).
+NUMBER_RANGES: dict[str, ValueRange] = {
+    "duration": ValueRange(0, 3.2e9, "seconds, about 100 years"),
+    "gpus": ValueRange(0, 1_000_000, "GPUs"),
+    "cpus": ValueRange(0, 100_000_000, "CPU cores"),
+    "mem_gb": ValueRange(0, 1e9, "GB"),
+    "instances": ValueRange(0, 1_000_000, "instances"),
+}
+
 #: Values of a datetime column that mean "missing" (compared lower-cased, after trimming).
 MISSING_TIME_WORDS: tuple[str, ...] = ("", "unknown", "none", "null", "na", "n/a", "nan", "nat")
 
 #: A date-time string without zone: read as wall clock in the import's time zone.
 NAIVE_DATETIME_RE = r"^\d{4}-\d{1,2}-\d{1,2}([T ]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?$"
 #: A date-time string ending with a zone (offset, Z, UTC/GMT or an IANA name): read as that instant.
-ZONED_DATETIME_RE = r"\d:\d{2}(:\d{2}(\.\d+)?)?\s*(Z|[+-]\d{2}(:?\d{2})?|UTC|GMT|[A-Za-z_]+/[A-Za-z_/+-]+)$"
+#: An offset must be one a real zone has (-12:00 to +14:00, minutes 00, 15, 30 or 45).
+ZONED_DATETIME_RE = (r"\d:\d{2}(:\d{2}(\.\d+)?)?\s*(Z|" + utc_offset_pattern(":?", minutes_optional=True)
+                     + r"|UTC|GMT|[A-Za-z_]+/[A-Za-z_/+-]+)$")
 
 CSV_SUFFIXES = (".csv", ".txt", ".psv", ".tsv")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -565,20 +578,8 @@ def _stem(name: str) -> str:
     return base.rsplit(".", 1)[0] if "." in base else base
 
 
-def _tar_member_names(archive: Path) -> list[str]:
-    """The file members of a gzip'd tar (reads the whole archive once)."""
-    try:
-        with tarfile.open(archive, mode="r:gz") as tar:
-            return [m.name for m in iter(tar.next, None) if m.isfile()]
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise InputError(str(archive), f"archive is truncated or corrupt ({exc or type(exc).__name__}); "
-                                       "expected a complete gzip'd tar") from None
-
-
 def _archive_parts(archive: Path, shown: str) -> list[SourcePart]:
-    names = archive_member_names(archive)
-    if names is None:
-        names = _tar_member_names(archive)
+    names = archive_member_names(archive, wanted=_is_table_file)
     parts = []
     for member in sorted(names):
         base = member.replace("\\", "/").rsplit("/", 1)[-1]
@@ -597,13 +598,15 @@ def locate_parts(source: Path) -> list[SourcePart]:
     if not os.path.exists(source):
         raise InputError(str(source), "does not exist; expected a CSV or Parquet file, a .tar.gz/.zip "
                                       "archive of CSV files, or a folder of them")
-    if source.is_file():
+    if not source.is_dir() and is_input_file(source):
         parts = _archive_parts(source, source.name) if is_archive(source) else [_file_part(source, source.name)]
     else:
         parts = []
         for path in sorted(source.rglob("*")):
             relative = path.relative_to(source)
-            if any(p.startswith(".") for p in relative.parts) or not path.is_file():
+            if any(p.startswith(".") for p in relative.parts) or path.is_dir():
+                continue
+            if not (is_archive(path) or _is_table_file(path.name)) or not is_input_file(path):
                 continue
             if is_archive(path):
                 parts += _archive_parts(path, relative.as_posix())
@@ -699,8 +702,7 @@ def _load_parquet(con: duckdb.DuckDBPyConnection, spec: ImportSpec, local: Local
                            f"{sql_string(str(out_path))} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0]
     except duckdb.Error as exc:
         out_path.unlink(missing_ok=True)
-        first = str(exc).strip().splitlines()[0]
-        raise InputError(display, f"cannot be read as Parquet ({first})") from None
+        raise read_error(exc, display, "cannot be read as Parquet", out_path) from None
     return LoadResult(rows=int(rows))
 
 
@@ -716,41 +718,40 @@ class _ValueCheck:
     numeric: bool = False
 
 
-#: Unix microseconds of 0001-01-01 and 9999-12-31 23:59:59 UTC: the instants a time may give.
-_FIRST_US, _LAST_US = -62_135_596_800_000_000, 253_402_300_799_000_000
-#: The longest duration accepted, seconds (about 7,900 years).
-_LONGEST_S = 2.5e11
-
-
 def _value_checks(spec: ImportSpec, present: set[str]) -> list[_ValueCheck]:
     """What the raw values of the mapped columns are checked for before the canonical rows are built."""
     cols = _Columns(spec, frozenset(present))
     checks = []
+    window = TIME_RANGE.describe()
     for key in ("submit", "start", "end"):
         col = cols.column(key)
         if col is None:
             continue
         name = spec.mapping.get(key) or spec.optional[key]
         if spec.time_unit == "datetime":
+            instant = text_time_sql(col, spec.tz)
             checks.append(_ValueCheck(
-                name, f"NOT {text_time_missing_sql(col)} AND ({text_time_sql(col, spec.tz)}) IS NULL",
-                lambda v: f"cannot read {v!r} as a date-time; expected e.g. 2023-01-05 10:00:00 or "
-                          "2023-01-05T10:00:00+02:00 (empty, Unknown or None for missing)"))
+                name, f"NOT {text_time_missing_sql(col)} AND (({instant}) IS NULL OR {TIME_RANGE.outside_sql(instant)})",
+                lambda v: f"cannot read {v!r} as a date-time in {window}; expected e.g. 2023-01-05 10:00:00 or "
+                          "2023-01-05T10:00:00+02:00 (an offset from -12:00 to +14:00; empty, Unknown or None "
+                          "for missing)"))
         else:
+            first, last = (_unix_us(str(bound)) for bound in (TIME_RANGE.low, TIME_RANGE.high))
             instant = f"{spec.origin_us} + {col} * {spec.unit_seconds * 1e6!r}"  # type: ignore[operator]
-            in_range = f"{instant} BETWEEN {_FIRST_US} AND {_LAST_US}"
             checks.append(_ValueCheck(
-                name, f"{col} IS NOT NULL AND (NOT isfinite({col}) OR NOT ({in_range}))",
-                lambda v: f"time {v} ({spec.time_unit} after the origin) gives no date between the years 1 and "
-                          "9999; expected a finite number in the time unit", numeric=True))
-    for key in ("duration", "gpus", "cpus", "mem_gb", "instances"):
+                name, f"{col} IS NOT NULL AND NOT (({instant}) BETWEEN {first} AND {last})",
+                lambda v: f"time {v} ({spec.time_unit} after the origin) is outside the accepted range {window}; "
+                          "expected a finite number in the time unit", numeric=True))
+    for key, ranged in NUMBER_RANGES.items():
         col = cols.column(key)
         if col is None:
             continue
-        limit = _LONGEST_S / (spec.unit_seconds or 1.0) if key == "duration" else 1e15
+        if key == "duration" and spec.unit_seconds:
+            ranged = ValueRange(ranged.low, float(ranged.high) / spec.unit_seconds, f"{spec.time_unit}, about 100 years")
         checks.append(_ValueCheck(
-            spec.mapping[key], f"{col} IS NOT NULL AND (NOT isfinite({col}) OR abs({col}) > {limit!r})",
-            lambda v, key=key: f"cannot use {v} as {key}; expected a finite number of sensible size", numeric=True))
+            spec.mapping[key], f"{col} IS NOT NULL AND {ranged.outside_sql(col)}",
+            lambda v, key=key, ranged=ranged: f"value {v} of {key} is outside the accepted range {ranged.describe()}",
+            numeric=True))
     state = cols.column("state")
     if state is not None:
         accepted = ", ".join(f"{s} ({'/'.join(w for w, c in STATE_WORDS.items() if c == s)})" for s in STATES)
@@ -759,6 +760,12 @@ def _value_checks(spec: ImportSpec, present: set[str]) -> list[_ValueCheck]:
             spec.mapping["state"], f"{given} IS NOT NULL AND ({state_sql(state)}) IS NULL",
             lambda v: f"unknown state {v!r}; expected a word meaning one of {accepted} (case ignored)"))
     return checks
+
+
+def _unix_us(day: str) -> int:
+    """Unix microseconds of the UTC midnight starting `day` (`YYYY-MM-DD`)."""
+    moment = datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
+    return int(moment.timestamp()) * 1_000_000
 
 
 def _same(cell: str, value: str, numeric: bool) -> bool:
@@ -897,7 +904,6 @@ class ImportAdapter(TraceAdapter):
         checks += [
             Check(jobs, "missing submit time", "submit_time IS NULL"),
             Check(jobs, "missing GPU count", "num_gpus IS NULL"),
-            Check(jobs, "negative GPU count", "num_gpus < 0"),
             Check(jobs, "negative run time (end before start)", "run_s < 0"),
             Check(jobs, "no run time (still running, never started or no end)", "run_s IS NULL"),
         ]

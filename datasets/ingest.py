@@ -159,11 +159,21 @@ class _Inputs:
         """The parts of `table`, waiting until each is extracted (raises the extraction's error)."""
         return [LocalPart(p, self.local[(p.path, p.member)].result()) for p in self.parts[table]]
 
+    def failure(self) -> BaseException | None:
+        """The error an extraction ended with, if one did (its archive is then the cause of any
+        later failure to read the members it removed)."""
+        for future in self.sha256.values():
+            if future.done() and not future.cancelled() and future.exception() is not None:
+                return future.exception()
+        return None
+
     def release(self, table: str) -> None:
         """Remove the extracted copies of `table`'s members."""
         for part in self.parts[table]:
-            if part.member is not None:
-                self.local[(part.path, part.member)].result().unlink(missing_ok=True)
+            extracted = self.local.get((part.path, part.member))
+            if part.member is not None and extracted is not None and extracted.done() \
+                    and extracted.exception() is None:
+                extracted.result().unlink(missing_ok=True)
 
     def file_entries(self, table: str) -> list[dict[str, Any]]:
         """Manifest entries of `table`'s input files, with their sha256 (waits for the hashing)."""
@@ -261,6 +271,9 @@ def ingest_with(adapter: TraceAdapter, source: Path, home: Path, tables: Sequenc
             raise error from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            for folder in (root, root.parent):  # folders a failed first ingest made, if empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
 
 def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home: Path, root: Path,
@@ -290,6 +303,12 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
             try:
                 result = adapter.load_table(con, table, inputs.ready(table),
                                             staging / f"{table}.parquet", max_rejected_rows)
+            except Exception:
+                # an extraction that failed meanwhile removed its members: the archive is the cause
+                failure = inputs.failure()
+                if failure is not None:
+                    raise failure from None
+                raise
             finally:
                 inputs.release(table)
             rows[table] = result.rows
@@ -352,7 +371,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         raise
     store.mark_committed(final_dir)
     if previous is not None and previous.store_dir != final_dir:
-        store.retire(previous.store_dir)  # kept while a reader still holds it
+        store.retire(home, previous.store_dir)  # kept while a reader still holds it
     return IngestResult(adapter.name, final_dir, rows, skipped=False, synthetic=synthetic)
 
 

@@ -29,8 +29,9 @@ from pathlib import Path
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets import pai_schema as schema
 from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
+from ddlx.datasets.ranges import ValueRange
 from ddlx.datasets.registry import PAI
-from ddlx.datasets.validation import Check
+from ddlx.datasets.validation import Check, duplicate_key_check
 
 TRACE = "pai"
 
@@ -158,6 +159,9 @@ def validation_checks(present: set[str]) -> list[Check]:
                 Check(table, "missing end_time (empty or 0)", "end_time IS NULL"),
                 Check(table, "negative duration (end before start)", "end_time < start_time"),
             ]
+    for table, keys in schema.UNIQUE_KEYS.items():
+        if table in present:
+            checks.append(duplicate_key_check(table, keys, f"duplicate {', '.join(keys)} (rows beyond the first)"))
     if "pai_job_table" in present:
         checks += [
             Check("pai_job_table", "still running at trace end (status Running)", "status = 'Running'"),
@@ -222,6 +226,9 @@ class PaiAdapter(TraceAdapter):
 
     def csv_format(self, table: str, part: SourcePart) -> CsvFormat:
         return CsvFormat(columns=read_columns(table), select=select_sql(table))
+
+    def value_ranges(self, table: str) -> dict[str, ValueRange]:
+        return schema.RANGES[table]
 
     def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
         if all(t in present for t in JOBS_INPUTS):

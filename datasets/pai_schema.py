@@ -15,6 +15,8 @@ Units (from the release notes):
 
 from __future__ import annotations
 
+from ddlx.datasets.ranges import COUNTER_LIMIT, ONE_YEAR_S, ValueRange
+
 SOURCE_TZ = "Asia/Shanghai"
 
 #: Column name -> DuckDB type, in official file order, for each of the seven tables.
@@ -122,3 +124,64 @@ GPU_MEMORY_SOURCES: dict[str, str] = {
 TIMED_TABLES: tuple[str, ...] = (
     "pai_job_table", "pai_task_table", "pai_instance_table", "pai_machine_metric",
 )
+
+#: Times: seconds from the undisclosed origin; the release covers about two months from about
+#: day 13 of it, so a year of seconds bounds them. 0 means missing (stored NULL).
+_TIME_S = ValueRange(0, ONE_YEAR_S, "seconds from the trace origin, 0 when missing", missing=(0.0,))
+#: Percent of one CPU core, of one GPU: an instance runs on one machine (at most 96 cores and 8
+#: GPUs), so 10,000 % leaves room. Utilisation above 100 % is a documented quirk (counted).
+_CPU_PERCENT = ValueRange(0, 100_000, "percent of one CPU core")
+_GPU_PERCENT = ValueRange(0, 10_000, "percent of one GPU")
+_MACHINE_PERCENT = ValueRange(0, 10_000, "percent")
+_MEMORY_GB = ValueRange(0, 10_000, "GB")
+_COUNTER = ValueRange(0, COUNTER_LIMIT, "bytes or operations")
+_TIMES = {"start_time": _TIME_S, "end_time": _TIME_S}
+
+#: Accepted range of every numeric column, per table; values outside are refused at ingest.
+RANGES: dict[str, dict[str, ValueRange]] = {
+    "pai_job_table": _TIMES,
+    "pai_task_table": {
+        "inst_num": ValueRange(0, 100_000, "instances"),
+        **_TIMES,
+        "plan_cpu": _CPU_PERCENT,
+        "plan_mem": _MEMORY_GB,
+        "plan_gpu": _GPU_PERCENT,
+    },
+    "pai_instance_table": _TIMES,
+    "pai_sensor_table": {
+        "cpu_usage": _CPU_PERCENT,
+        "gpu_wrk_util": _GPU_PERCENT,
+        "avg_mem": _MEMORY_GB,
+        "max_mem": _MEMORY_GB,
+        "avg_gpu_wrk_mem": ValueRange(0, 1_000, "GB"),
+        "max_gpu_wrk_mem": ValueRange(0, 1_000, "GB"),
+        "read": _COUNTER,
+        "write": _COUNTER,
+        "read_count": _COUNTER,
+        "write_count": _COUNTER,
+    },
+    "pai_group_tag_table": {},
+    "pai_machine_spec": {
+        "cap_cpu": ValueRange(0, 1_024, "CPU cores"),
+        "cap_mem": ValueRange(0, 65_536, "GB"),
+        "cap_gpu": ValueRange(0, 64, "GPUs"),
+    },
+    "pai_machine_metric": {
+        **_TIMES,
+        "machine_cpu_iowait": _MACHINE_PERCENT,
+        "machine_cpu_kernel": _MACHINE_PERCENT,
+        "machine_cpu_usr": _MACHINE_PERCENT,
+        "machine_gpu": _MACHINE_PERCENT,
+        "machine_load_1": ValueRange(0, 100_000, "load average"),
+        "machine_net_receive": _COUNTER,
+        "machine_num_worker": ValueRange(0, 100_000, "workers"),
+        "machine_cpu": _MACHINE_PERCENT,
+    },
+}
+
+#: Columns unique per row, per table (counted as duplicates when repeated).
+UNIQUE_KEYS: dict[str, tuple[str, ...]] = {
+    "pai_job_table": ("job_name",),
+    "pai_task_table": ("job_name", "task_name"),
+    "pai_machine_spec": ("machine",),
+}

@@ -46,8 +46,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ddlx.datasets.canonical import state_case_sql
-from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter
+from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, is_input_file
 from ddlx.datasets.csvload import sql_string
+from ddlx.datasets.ranges import ONE_YEAR_S, ValueRange
 from ddlx.datasets.registry import PAI_V2023
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError
@@ -107,6 +108,23 @@ POD_TIMES: dict[str, str] = {
     "creation_time": "creation_ts",
     "deletion_time": "deletion_ts",
     "scheduled_time": "scheduled_ts",
+}
+
+_CPU_MILLI = ValueRange(0, 10_000_000, "thousandths of a CPU core")
+_MEMORY_MIB = ValueRange(0, 100_000_000, "MiB")
+_GPUS = ValueRange(0, 64, "GPUs")
+#: Seconds from the trace start: the default workload spans about 150 days, a year bounds them.
+_SECONDS = ValueRange(0, ONE_YEAR_S, "seconds from the trace start")
+#: Accepted range of every numeric column, per stored table; values outside are refused.
+RANGES: dict[str, dict[str, ValueRange]] = {
+    NODES: {"cpu_milli": _CPU_MILLI, "memory_mib": _MEMORY_MIB, "gpu": _GPUS},
+    PODS: {
+        "cpu_milli": _CPU_MILLI,
+        "memory_mib": _MEMORY_MIB,
+        "num_gpu": _GPUS,
+        "gpu_milli": ValueRange(0, 1_000, "thousandths of one GPU"),
+        **{name: _SECONDS for name in POD_TIMES},
+    },
 }
 
 #: GPU models of the node lists (each gets capacity figures); G2 and G3 are unnamed by the owners.
@@ -247,7 +265,6 @@ def validation_checks(present: set[str]) -> list[Check]:
             Check(PODS, "scheduled after deletion", "scheduled_time > deletion_time"),
             Check(PODS, "missing creation or deletion time (lists with times)",
                   "pod_phase IS NOT NULL AND (creation_time IS NULL OR deletion_time IS NULL)"),
-            Check(PODS, "gpu_milli outside 0..1000", "gpu_milli < 0 OR gpu_milli > 1000"),
             Check(PODS, "multi-GPU pods with gpu_milli other than 1000", "num_gpu > 1 AND gpu_milli <> 1000"),
             Check(PODS, "CPU pods (num_gpu 0) with gpu_milli above 0", "num_gpu = 0 AND gpu_milli > 0"),
             Check(PODS, "duplicate pod name within a workload", query=(
@@ -334,7 +351,7 @@ def _list_parts(folder: Path, prefix: str, label: str) -> list[SourcePart]:
                    key=lambda p: (p.name != f"{POD_FILE_PREFIX}{REAL_WORKLOAD}.csv", p.name))
     return [SourcePart(path, labels=((label, path.name[len(prefix):-len(".csv")]),),
                        official_sha256=official.get(path.name))
-            for path in paths if path.is_file()]
+            for path in paths if is_input_file(path)]
 
 
 class PaiV2023Adapter(TraceAdapter):
@@ -365,6 +382,9 @@ class PaiV2023Adapter(TraceAdapter):
         workload = dict(part.labels)["workload"]
         columns = SHORT_POD_COLUMNS if workload.startswith(SHORT_POD_LIST_PREFIX) else POD_COLUMNS
         return CsvFormat(columns=columns, select=pod_select(part, columns), header=True)
+
+    def value_ranges(self, table: str) -> dict[str, ValueRange]:
+        return RANGES[table]
 
     def derived_views(self, present: set[str]) -> dict[str, str]:
         if PODS in present:

@@ -68,6 +68,7 @@ import duckdb
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
 from ddlx.datasets.canonical import jobs_table_name, state_case_sql
 from ddlx.datasets.csvload import LoadResult, expected_value, load_csv_to_parquet, read_header, sql_string
+from ddlx.datasets.ranges import COUNTER_LIMIT, REAL_TIME_WINDOW, ValueRange
 from ddlx.datasets.registry import PHILLY
 from ddlx.datasets.timezones import utc_from_offset_sql
 from ddlx.datasets.validation import Check, Figure
@@ -114,17 +115,40 @@ UTC_OFFSET_HOURS: dict[str, int] = {"PDT": 7, "PST": 8}
 #: A utilisation value that means offline (besides an empty field).
 NULL_STRINGS: tuple[str, ...] = ("NA", "")
 
-#: The schema DuckDB reads the job log with (key -> type); unknown keys are ignored.
+#: The schema DuckDB reads the job log with (key -> type); unknown keys are ignored. Every leaf
+#: is read as JSON first, so that its JSON type is checked (a string or null, `gpus` an array of
+#: strings) before it is taken as text: DuckDB would otherwise turn a number, an object, an array
+#: or a NaN literal into text.
 JOB_LOG_JSON_COLUMNS: dict[str, str] = {
-    "jobid": "VARCHAR",
-    "user": "VARCHAR",
-    "vc": "VARCHAR",
-    "status": "VARCHAR",
-    "submitted_time": "VARCHAR",
-    "attempts": "STRUCT(start_time VARCHAR, end_time VARCHAR, detail STRUCT(ip VARCHAR, gpus VARCHAR[])[])[]",
+    "jobid": "JSON",
+    "user": "JSON",
+    "vc": "JSON",
+    "status": "JSON",
+    "submitted_time": "JSON",
+    "attempts": "STRUCT(start_time JSON, end_time JSON, detail STRUCT(ip JSON, gpus JSON[])[])[]",
 }
+#: The text keys of a job and of an attempt.
+JOB_TEXT_KEYS: tuple[str, ...] = ("jobid", "user", "vc", "status", "submitted_time")
+ATTEMPT_TIME_KEYS: tuple[str, ...] = ("start_time", "end_time")
 
 GPU_FIELDS: tuple[str, ...] = tuple(f"gpu{i}_util" for i in range(8))
+
+#: Utilisation in percent: a value above 100 % is a documented quirk of the release (counted);
+#: 1,000 % bounds it.
+_PERCENT = ValueRange(0, 1_000, "percent")
+_WALL_CLOCK = ValueRange(*REAL_TIME_WINDOW)
+#: Accepted range of every numeric and time column, per stored table; values outside (NaN, inf
+#: included) are refused. The job log's times (`submitted_time`, attempts' `start_time` and
+#: `end_time`) must lie in `JOB_TIME_RANGE`.
+RANGES: dict[str, dict[str, ValueRange]] = {
+    GPU_UTIL: {"time": _WALL_CLOCK, **{name: _PERCENT for name in GPU_FIELDS}},
+    CPU_UTIL: {"time": _WALL_CLOCK, "cpu_util": _PERCENT},
+    MEM_UTIL: {"time": _WALL_CLOCK, "mem_total": ValueRange(0, COUNTER_LIMIT, "as written"),
+               "mem_free": ValueRange(0, COUNTER_LIMIT, "as written")},
+    MACHINE_LIST: {"num_gpus": ValueRange(0, 64, "GPUs", field="number of GPUs"),
+                   "gpu_mem_gb": ValueRange(0, 1_024, "GB", field="single GPU mem")},
+}
+JOB_TIME_RANGE = _WALL_CLOCK
 
 
 @dataclass(frozen=True)
@@ -325,8 +349,33 @@ def machine_list_select_sql() -> str:
 
 # -- loading the job log -----------------------------------------------------------------------
 
+_RAW_JSON = "philly_raw_job_json"
 _RAW_JOBS = "philly_raw_job_log"
 _TAIL_BYTES = 4096
+
+
+def _not_text_sql(value: str) -> str:
+    """True when the JSON `value` is neither a string nor null."""
+    return f"coalesce(json_type({value}) NOT IN ('VARCHAR', 'NULL'), false)"
+
+
+def _job_type_problem_sql() -> str:
+    """Counts the jobs holding a leaf of the wrong JSON type (see `JOB_LOG_JSON_COLUMNS`)."""
+    attempt_bad = " OR ".join(_not_text_sql(f"a.{key}") for key in ATTEMPT_TIME_KEYS)
+    gpu_bad = f"len([1 FOR g IN coalesce(d.gpus, []) IF g IS NULL OR {_not_text_sql('g')}]) > 0"
+    detail_bad = f"len([1 FOR d IN coalesce(a.detail, []) IF {_not_text_sql('d.ip')} OR {gpu_bad}]) > 0"
+    nested = f"len([1 FOR a IN coalesce(attempts, []) IF {attempt_bad} OR {detail_bad}]) > 0"
+    keys = " OR ".join(_not_text_sql(f'"{key}"') for key in JOB_TEXT_KEYS)
+    return f"SELECT count(*) FROM {_RAW_JSON} WHERE {keys} OR {nested}"
+
+
+def _job_text_sql() -> str:
+    """The job-log rows with every JSON leaf taken as text (after `_job_type_problem_sql` found none)."""
+    keys = ", ".join(f"\"{key}\"->>'$' AS \"{key}\"" for key in JOB_TEXT_KEYS)
+    times = ", ".join(f"{key} := a.{key}->>'$'" for key in ATTEMPT_TIME_KEYS)
+    detail = "[struct_pack(ip := d.ip->>'$', gpus := [g->>'$' FOR g IN d.gpus]) FOR d IN a.detail]"
+    attempts = f"[struct_pack({times}, detail := {detail}) FOR a IN attempts]"
+    return f"SELECT {keys}, {attempts} AS attempts FROM {_RAW_JSON}"
 
 
 def load_job_log(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Path) -> LoadResult:
@@ -336,10 +385,15 @@ def load_job_log(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Pat
     _require_closed_json_array(path, display)
     columns = "{" + ", ".join(f"{sql_string(k)}: {sql_string(v)}" for k, v in JOB_LOG_JSON_COLUMNS.items()) + "}"
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {_RAW_JOBS} AS SELECT * FROM "
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {_RAW_JSON} AS SELECT * FROM "
                     f"read_json({sql_string(str(path))}, format='array', columns={columns})")
+        if int(con.execute(_job_type_problem_sql()).fetchall()[0][0]):
+            raise json_problem(path, display, "a value of the wrong JSON type")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {_RAW_JOBS} AS {_job_text_sql()}")
     except duckdb.Error as exc:
         raise json_problem(path, display, str(exc).strip().splitlines()[0]) from None
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_RAW_JSON}")
     try:
         _check_raw_jobs(con, display)
         typed_attempts = (
@@ -389,17 +443,46 @@ def _json_object(pairs: list[tuple[str, Any]]) -> _JsonObject:
     return obj
 
 
+class _NonStandardConstant(ValueError):
+    """A NaN, Infinity or -Infinity literal: Python's json module reads them, JSON does not have them."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonStandardConstant(name)
+
+
+#: A JSON string (skipped) or a literal that is not JSON.
+_STRING_OR_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|-?Infinity|NaN')
+
+
+def constant_position(text: str) -> tuple[int, int]:
+    """(line, column) of the first NaN/Infinity literal outside a string of the JSON `text`."""
+    for match in _STRING_OR_CONSTANT.finditer(text):
+        if not match.group().startswith('"'):
+            offset = match.start()
+            return text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset)
+    return 1, 1
+
+
 def json_problem(path: Path, display: str, detail: str) -> InputError:
-    """Error path of the job log: read it with Python's json module to name the line (malformed
-    JSON) or the job and key (valid JSON of the wrong shape) that DuckDB could not read."""
+    """Error path of the job log: read it with Python's json module (strictly: no NaN or Infinity)
+    to name the line (malformed JSON) or the job and key (valid JSON of the wrong shape) that
+    DuckDB could not read."""
+    expected = "expected one JSON array of job objects"
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle, object_pairs_hook=_json_object)
+            text = handle.read()
+        data = json.loads(text, object_pairs_hook=_json_object, parse_constant=_refuse_constant)
     except UnicodeDecodeError:
         return InputError(display, "not valid UTF-8 text")
     except json.JSONDecodeError as exc:
-        return InputError(display, f"malformed JSON at column {exc.colno} ({exc.msg}); "
-                          "expected one JSON array of job objects", line=exc.lineno)
+        return InputError(display, f"malformed JSON at column {exc.colno} ({exc.msg}); {expected}", line=exc.lineno)
+    except _NonStandardConstant as exc:
+        line, column = constant_position(text)
+        return InputError(display, f"malformed JSON at column {column} ({exc} is not a JSON value); {expected}",
+                          line=line)
+    except RecursionError:
+        return InputError(display, f"JSON nested too deeply to read (arrays or objects within each other); {expected}")
     found = _first_shape_problem(data)
     if found is not None:
         field, problem = found
@@ -422,8 +505,8 @@ def _first_shape_problem(data: Any) -> tuple[str | None, str] | None:
 
     def scalar_problem(where: str, obj: dict[str, Any], keys: Sequence[str]) -> tuple[str, str] | None:
         for key in keys:
-            if isinstance(obj.get(key), (list, dict)):
-                return key, f"{where}: {key} is {_kind(obj[key])}; expected a string"
+            if obj.get(key) is not None and not isinstance(obj[key], str):
+                return key, f"{where}: {key} is {_kind(obj[key])}; expected a string (or null)"
         return None
 
     def object_problem(where: str, obj: Any) -> tuple[str | None, str] | None:
@@ -438,8 +521,7 @@ def _first_shape_problem(data: Any) -> tuple[str | None, str] | None:
         where = f"job number {index} of the array"
         if isinstance(job, dict) and isinstance(job.get("jobid"), str):
             where = f"job {job['jobid']}"
-        found = object_problem(where, job) or scalar_problem(
-            where, job, ("jobid", "user", "vc", "status", "submitted_time"))
+        found = object_problem(where, job) or scalar_problem(where, job, JOB_TEXT_KEYS)
         if found:
             return found
         attempts = job.get("attempts")
@@ -449,7 +531,7 @@ def _first_shape_problem(data: Any) -> tuple[str | None, str] | None:
             return "attempts", f"{where}: attempts is {_kind(attempts)}; expected an array of attempts"
         for number, attempt in enumerate(attempts, 1):
             at = f"{where}, attempt {number}"
-            found = object_problem(at, attempt) or scalar_problem(at, attempt, ("start_time", "end_time"))
+            found = object_problem(at, attempt) or scalar_problem(at, attempt, ATTEMPT_TIME_KEYS)
             if found:
                 return found
             detail = attempt.get("detail")
@@ -463,7 +545,7 @@ def _first_shape_problem(data: Any) -> tuple[str | None, str] | None:
                     return found
                 gpus = entry.get("gpus")
                 if gpus is not None and (not isinstance(gpus, list)
-                                         or any(isinstance(g, (list, dict)) for g in gpus)):
+                                         or any(not isinstance(g, str) for g in gpus)):
                     return "gpus", f"{at}: gpus is {json.dumps(gpus)[:60]}; expected an array of GPU names"
     return None
 
@@ -491,15 +573,23 @@ def _check_raw_jobs(con: duckdb.DuckDBPyConnection, display: str) -> None:
     if row is not None:
         raise InputError(display, f"job {row[0]}: submitted_time {row[1]!r}; expected {_EXPECTED_JOB_TIME}",
                          field="submitted_time")
-    for key in ("start_time", "end_time"):
+    outside = JOB_TIME_RANGE.outside_sql(f"try_strptime(submitted_time, {fmt})")
+    row = _first_row(con, f"SELECT jobid, submitted_time FROM {_RAW_JOBS} WHERE {outside} ORDER BY jobid")
+    if row is not None:
+        raise InputError(display, f"job {row[0]}: submitted_time {row[1]!r} is outside the accepted range "
+                         f"{JOB_TIME_RANGE.describe()}", field="submitted_time")
+    for key in ATTEMPT_TIME_KEYS:
         row = _first_row(con, f"""
-            SELECT jobid, attempt, a.{key} AS value FROM (
+            SELECT jobid, attempt, a.{key} AS value, try_strptime(value, {fmt}) IS NOT NULL AS readable FROM (
                 SELECT jobid, unnest(attempts) AS a, generate_subscripts(attempts, 1) AS attempt
                 FROM {_RAW_JOBS})
-            WHERE NOT {missing_time_sql('value')} AND try_strptime(value, {fmt}) IS NULL
+            WHERE NOT {missing_time_sql('value')} AND (try_strptime(value, {fmt}) IS NULL
+                OR {JOB_TIME_RANGE.outside_sql(f"try_strptime(value, {fmt})")})
             ORDER BY jobid, attempt""")
         if row is not None:
-            raise InputError(display, f"job {row[0]}, attempt {row[1]}: {key} {row[2]!r}; expected {_EXPECTED_JOB_TIME}",
+            expected = (f"is outside the accepted range {JOB_TIME_RANGE.describe()}" if row[3]
+                        else f"; expected {_EXPECTED_JOB_TIME}")
+            raise InputError(display, f"job {row[0]}, attempt {row[1]}: {key} {row[2]!r}{' ' if row[3] else ''}{expected}",
                              field=key)
 
 
@@ -617,14 +707,14 @@ def machine_row_problem(strict: bool) -> RowProblem:
 
 def _load_csv(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Path, max_rejected_rows: int,
               header: Sequence[str], columns: dict[str, str], select: str, row_problem: RowProblem,
-              null_strings: tuple[str, ...] = ()) -> LoadResult:
+              ranges: dict[str, ValueRange], null_strings: tuple[str, ...] = ()) -> LoadResult:
     """Check the header, load with DuckDB; when a value stops the load, name its line."""
     path, display = local.local_path, local.part.display
     if path.stat().st_size > 0:
         check_util_header(path, display, header)
     try:
         return load_csv_to_parquet(con, path, display, columns, select, out_path, max_rejected_rows, header=True,
-                                   null_strings=null_strings)
+                                   null_strings=null_strings, ranges=ranges)
     except InputError as error:
         if error.line is not None or path.stat().st_size == 0:
             raise
@@ -779,10 +869,13 @@ class PhillyAdapter(TraceAdapter):
             return load_job_log(con, local, out_path)
         if table == MACHINE_LIST:
             return _load_csv(con, local, out_path, max_rejected_rows, MACHINE_LIST_HEADER, MACHINE_LIST_COLUMNS,
-                             machine_list_select_sql(), machine_row_problem(max_rejected_rows == 0))
+                             machine_list_select_sql(), machine_row_problem(max_rejected_rows == 0), RANGES[table])
         fmt = UTIL_FORMATS[table]
         return _load_csv(con, local, out_path, max_rejected_rows, fmt.header, fmt.read_columns,
-                         util_select_sql(fmt), util_row_problem(fmt), NULL_STRINGS)
+                         util_select_sql(fmt), util_row_problem(fmt), RANGES[table], NULL_STRINGS)
+
+    def value_ranges(self, table: str) -> dict[str, ValueRange]:
+        return RANGES.get(table, {})
 
     def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
         if JOB_LOG not in present:

@@ -40,12 +40,20 @@ def mark_committed(version_dir: Path) -> None:
     (version_dir / PENDING_MARKER).unlink(missing_ok=True)
 
 
-def retire(version_dir: Path) -> bool:
-    """Mark a superseded version retired and delete it unless a reader holds it; True if deleted."""
-    if not version_dir.is_dir():
-        return True
+def retire(home: Path, version_dir: Path) -> bool:
+    """Mark a superseded version retired and delete it unless a reader holds it; True if deleted.
+
+    Only a version inside `home`'s own store is touched: a data home copied elsewhere has a catalog
+    naming the original's versions, and those belong to the original."""
+    if not version_dir.is_dir() or not is_inside(version_dir, home / "store"):
+        return False
     (version_dir / RETIRED_MARKER).touch()
     return _delete_unless_read(version_dir)
+
+
+def is_inside(path: Path, folder: Path) -> bool:
+    """Whether `path` is `folder` or below it (after resolving links)."""
+    return Path(path).resolve().is_relative_to(Path(folder).resolve())
 
 
 def _delete_unless_read(version_dir: Path) -> bool:

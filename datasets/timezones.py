@@ -12,6 +12,15 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
+def utc_offset_pattern(colon: str = ":", minutes_optional: bool = False) -> str:
+    """A regular expression (Python and DuckDB) of a UTC offset that a real zone has: -12:00 to
+    +14:00 with minutes 00, 15, 30 or 45. `colon` is the separator pattern (`:` or `:?`)."""
+    optional = "?" if minutes_optional else ""
+    minutes = f"({colon}(00|15|30|45)){optional}"
+    whole = f"({colon}00){optional}"
+    return f"(\\+((0\\d|1[0-3]){minutes}|14{whole})|-((0\\d|1[01]){minutes}|12{whole}))"
+
+
 #: Zone rules are scanned back from here for the start of the last fixed-offset period.
 _SCAN_FROM = datetime(2037, 12, 31, 12)
 _SCAN_TO = datetime(1900, 1, 1, 12)

@@ -7,6 +7,7 @@ Figures are the report's other numbers (e.g. GPU capacity as two sources see it)
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -76,10 +77,13 @@ class Figure:
 
 
 def run_figures(con: duckdb.DuckDBPyConnection, figures: list[Figure]) -> list[dict[str, Any]]:
-    """Compute each figure; report rows: table, figure, value, unit."""
+    """Compute each figure; report rows: table, figure, value, unit. A figure that is not a finite
+    number (an overflowing sum) is stored as null, so the manifest stays valid JSON."""
     report = []
     for figure in figures:
         value = con.execute(figure.query).fetchall()[0][0]
+        number = float(value) if value is not None else None
         report.append({"table": figure.table, "figure": figure.name,
-                       "value": float(value) if value is not None else None, "unit": figure.unit})
+                       "value": number if number is not None and math.isfinite(number) else None,
+                       "unit": figure.unit})
     return report

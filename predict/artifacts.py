@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
-import shutil
-import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from ddlx.atomic import atomic_file, replace_folder
 from ddlx.predict import features as feature_defs
 from ddlx.predict.features import FEATURE_VERSION, PredictError
 from ddlx.predict.metrics import METRICS
@@ -191,20 +189,14 @@ def write_model_folder(out: Path, payload: dict[str, Any], make_card: Any) -> di
 
     out = Path(out)
     check_out_folder(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
-    old = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
-    try:
-        tmp.mkdir()
+
+    def build(tmp: Path) -> dict[str, Any]:
         joblib.dump(payload, tmp / MODEL_FILE, compress=3)
         card = make_card(sha256_file(tmp / MODEL_FILE))
         (tmp / CARD_FILE).write_text(json.dumps(card, indent=2, sort_keys=False) + "\n")
-        if out.exists():
-            os.replace(out, old)
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
+        return card
+
+    card = replace_folder(out, build)
     return card
 
 
@@ -352,13 +344,9 @@ def write_table(frame: pl.DataFrame, out: Path) -> Path:
     if suffix not in (".parquet", ".csv"):
         raise PredictError(f"{out}: expected a .parquet or .csv file name")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex}"
-    try:
+    with atomic_file(out) as tmp:
         if suffix == ".parquet":
             frame.write_parquet(tmp, compression="zstd")
         else:
             frame.write_csv(tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out

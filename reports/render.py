@@ -23,7 +23,7 @@ from markupsafe import Markup
 from ddlx.analysis.model import AnalysisResult
 from ddlx.atomic import write_text_atomic
 from ddlx.reports import charts
-from ddlx.reports.results import finite_json
+from ddlx.reports.text import json_value
 from ddlx.reports.report import (
     SYNTHETIC_BANNER, Report, build_report, column_unit, display, display_with_unit,
 )
@@ -155,7 +155,7 @@ def render_markdown(report: Report) -> str:
 def render_json(report: Report) -> str:
     """The report object as JSON (`Report.to_dict`); `<`, `>` and `&` are written as `\\u` escapes
     so the file is inert even if served as HTML."""
-    text = json.dumps(finite_json(report.to_dict()), indent=1, ensure_ascii=False, allow_nan=False, default=str)
+    text = json.dumps(json_value(report.to_dict()), indent=1, ensure_ascii=False, allow_nan=False, default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 

@@ -5,15 +5,14 @@ Parquet file per result table (`<module>/<table>.parquet`)."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from ddlx.analysis.model import AnalysisResult, table_file
 from ddlx.atomic import replace_folder
 from ddlx.errors import StorageError, storage_error
+from ddlx.reports.text import json_value
 
 SYNTHETIC_LABEL = "SYNTHETIC"
 SUMMARY_FILE = "summary.json"
@@ -58,7 +57,7 @@ def write_results_into(result: AnalysisResult, folder: Path, with_report: bool =
     document = result.to_dict()
     if result.synthetic:
         document = {"label": SYNTHETIC_LABEL, **document}
-    (folder / SUMMARY_FILE).write_text(json.dumps(finite_json(document), indent=2, default=str,
+    (folder / SUMMARY_FILE).write_text(json.dumps(json_value(document), indent=2, default=str,
                                                allow_nan=False) + "\n")
     frames = {"summary.parquet": findings_frame(result)}
     for module in result.modules:
@@ -73,17 +72,6 @@ def write_results_into(result: AnalysisResult, folder: Path, with_report: bool =
 
         write_report(result, folder)
     return sorted(path.relative_to(folder) for path in folder.rglob("*") if path.is_file())
-
-
-def finite_json(value: Any) -> Any:
-    """`value` with every NaN or infinite float replaced by None, so it is valid JSON (`null`)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: finite_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_json(item) for item in value]
-    return value
 
 
 def check_results_folder(out_dir: Path) -> None:

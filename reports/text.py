@@ -2,26 +2,58 @@
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 import polars as pl
 
 
+def non_finite_text(value: float) -> str:
+    """How NaN, inf and -inf are written in every output format: `NaN`, `inf`, `-inf`."""
+    if math.isnan(value):
+        return "NaN"
+    return "inf" if value > 0 else "-inf"
+
+
 def format_value(value: Any) -> str:
-    """A number or value as shown in a table: floats to 4 significant digits, NULL as `-`."""
+    """A number or value as shown in a table: floats to 4 significant digits, NULL as `-`,
+    NaN and infinities as `NaN`, `inf`, `-inf`."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        if value != value:
-            return "nan"
+        if not math.isfinite(value):
+            return non_finite_text(value)
         if value == int(value) and abs(value) < 1e15:
             return f"{int(value):,}"
         return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def json_value(value: Any) -> Any:
+    """`value` made valid JSON: a NaN or infinite float becomes the string `NaN`, `inf` or `-inf`
+    (JSON has no such numbers), inside lists and dicts too."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return non_finite_text(value)
+    if isinstance(value, dict):
+        return {key: json_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(item) for item in value]
+    return value
+
+
+def format_json(frame: pl.DataFrame) -> str:
+    """`frame` as a JSON array of row objects (valid JSON: see `json_value`)."""
+    return json.dumps(json_value(frame.to_dicts()), default=str, indent=1, allow_nan=False)
+
+
+def format_csv(frame: pl.DataFrame) -> str:
+    """`frame` as CSV with a header; NaN and infinities are written `NaN`, `inf`, `-inf`."""
+    return frame.write_csv()
 
 
 def format_table(frame: pl.DataFrame, max_rows: int | None = None) -> str:

@@ -5,8 +5,6 @@ preemptions, as a JSON document and a text table. Every metric's definition is w
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+
+from ddlx.atomic import write_text_atomic
 
 from ddlx.analysis.definitions import Definition
 from ddlx.simulate.engine import Schedule
@@ -168,12 +168,5 @@ def write_json(report: SimulationReport, path: Path) -> Path:
     """Write the report's JSON to `path` atomically (a temporary file in the same folder, renamed)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(report.to_json())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, report.to_json())
     return path

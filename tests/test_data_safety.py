@@ -253,7 +253,7 @@ def test_kills_during_analyze_leave_the_old_or_the_new_results_folder(pai_small:
     # the next run cleans what killed runs left beside the folder
     _timed(old_args)
     assert set(tree_digest(out)) == old_names
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".results")) == [".results.lock"]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".results")]
     assert "old" in states, states
 
 
@@ -333,3 +333,22 @@ def test_analyze_running_during_an_ingest_of_its_trace_succeeds(pai_small: Path,
         _, err = analysis.communicate(timeout=300)
         assert analysis.returncode == 0, err[-2000:]
         assert (tmp_path / f"r{round_}" / "report.html").exists()
+
+
+def test_an_ingest_into_a_copied_data_home_leaves_the_original_files(pai_small: Path, tmp_path: Path) -> None:
+    """A copied home's catalog names the original's store versions: they belong to the original."""
+    import shutil
+
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    ingest("pai", pai_small, original)
+    shutil.copytree(original, copy)
+    before = tree_digest(original)
+    touch_all(pai_small, 30 * 10**9)
+    result = ingest("pai", pai_small, copy)
+    assert store_is_inside(result.store_dir, copy)
+    assert tree_digest(original) == before
+    assert jobs_count(original) == jobs_count(copy)
+
+
+def store_is_inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
