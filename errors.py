@@ -1,7 +1,8 @@
 """Typed exceptions raised by the ddlx library.
 
-The command-line interface turns every `DdlxError` into one `Error: ...` line and exit code 1;
-anything else is a bug and keeps its traceback.
+The command-line interface turns every `DdlxError` into one `Error: ...` line, with exit code 2
+for a `UsageError` (a mistake in the command line) and 1 for every other (bad input files, a failed
+step, a system condition); anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -34,8 +35,14 @@ class DownloadError(DdlxError):
     """A download failed, or its content does not match the published checksum."""
 
 
-class UnknownDatasetError(DdlxError):
-    """A trace or table name that ddlx does not know."""
+class UsageError(DdlxError):
+    """A command-line value that is malformed or names nothing ddlx knows (a trace, table, module,
+    policy or dataset name). The command line prints it as one `Error:` line with exit code 2, the
+    code of every command-line mistake; mistakes in files and data are exit code 1."""
+
+
+class UnknownDatasetError(UsageError):
+    """A trace or table name that ddlx does not know, or a dataset name it cannot take."""
 
 
 class CatalogError(DdlxError):

@@ -9,10 +9,10 @@ from typing import Any
 from ddlx.analysis.context import open_trace
 from ddlx.analysis.model import AnalysisResult
 from ddlx.analysis.modules import MODULES, load
-from ddlx.errors import DdlxError
+from ddlx.errors import UsageError
 
 
-class UnknownModuleError(DdlxError):
+class UnknownModuleError(UsageError):
     """A module name `ddlx analyze --module` does not know."""
 
 

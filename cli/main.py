@@ -18,7 +18,7 @@ from ddlx.cli.options import analysis_options as _options
 from ddlx.cli.options import data_home as _home
 from ddlx.cli.options import module_names as _module_names
 from ddlx.cli.options import say as _say
-from ddlx.errors import DdlxError, describe_os_error, storage_error
+from ddlx.errors import DdlxError, UsageError, describe_os_error, storage_error
 
 app = typer.Typer(
     help="Trace analysis and workload characterization for deep-learning GPU clusters.",
@@ -323,6 +323,8 @@ def run() -> None:
     """
     try:
         app()
+    except UsageError as exc:
+        _fail(str(exc), code=2)
     except DdlxError as exc:
         _fail(str(exc))
     except OSError as exc:
@@ -345,8 +347,8 @@ def _from_a_data_engine(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb", "polars", "pyarrow")
 
 
-def _fail(message: str) -> None:
-    """Print one `Error:` line (the message's first line) and exit with code 1."""
+def _fail(message: str, code: int = 1) -> None:
+    """Print one `Error:` line (the message's first line) and exit with `code`."""
     lines = message.strip().splitlines() or ["failed"]
     typer.echo(f"Error: {lines[0]}", err=True)
-    sys.exit(1)
+    sys.exit(code)

@@ -15,10 +15,14 @@ from pathlib import Path
 
 import duckdb
 
-from ddlx.datasets.ranges import ValueRange, in_range_sql, out_of_range_cells, range_counts_sql, range_screen_sql
+from ddlx.datasets.ranges import (
+    ValueRange, in_range_sql, nul_screen_sql, range_counts_sql, range_screen_sql, refused_fields,
+)
 from ddlx.errors import InputError, read_error
 
 _CONVERT_VALUE = re.compile(r'Could not convert string "(.*?)" to')
+#: The problem of text that is not UTF-8.
+NOT_UTF8 = "not valid UTF-8 text; expected a file in UTF-8"
 
 
 @dataclass
@@ -92,7 +96,7 @@ def describe_reject(display: str, columns: dict[str, str], line: int, column: st
     """Turn one DuckDB reject row into an `InputError` a user can act on."""
     names = list(columns)
     if "\ufffd" in (csv_line or "") or "unicode" in (message or "").lower():
-        return InputError(display, "not valid UTF-8 text", line=line, field=column)
+        return InputError(display, NOT_UTF8, line=line, field=column)
     if error_type in ("MISSING COLUMNS", "TOO MANY COLUMNS"):
         found = (csv_line or "").count(delimiter) + 1
         return InputError(
@@ -118,7 +122,7 @@ def read_header(csv_path: Path, display: str, delimiter: str = ",") -> list[str]
     try:
         text = first.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
-        raise InputError(display, "not valid UTF-8 text", line=1) from None
+        raise InputError(display, NOT_UTF8, line=1) from None
     return [name.strip() for name in text.split(delimiter)]
 
 
@@ -172,15 +176,13 @@ def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], o
     Parquet file in a single pass.
 
     With `header`, a file's first line must be there and is skipped (callers check its names).
-    `ranges` (stored column -> `ValueRange`) are then checked by `check_ranges`. Raises
-    `InputError` for an empty file or when more than `max_rejected_rows` rows (over all the
-    files) are bad, unreadable or out of range; the Parquet file is then removed.
+    `ranges` (stored column -> `ValueRange`) and the text columns are then checked by
+    `check_values`. Raises `InputError` for a file without rows (empty, or a header alone), for
+    text that is not UTF-8, or when more than `max_rejected_rows` rows (over all the files) are
+    bad, unreadable, out of range or hold a NUL character; the Parquet file is then removed.
     """
     for source in sources:
-        if source.path.stat().st_size == 0:
-            kind = "a header line and CSV rows" if source.header else "headerless CSV rows"
-            raise InputError(source.display, f"file is empty; expected {kind} of {len(source.columns)} "
-                             f"fields ({','.join(source.columns)})")
+        require_rows(source)
     con.execute("DROP TABLE IF EXISTS ddlx_rejects; DROP TABLE IF EXISTS ddlx_reject_scans")
     query = " UNION ALL BY NAME ".join(f"({source.query()})" for source in sources)
     try:
@@ -198,6 +200,11 @@ def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], o
             for source in sources:
                 load_csv_sources(con, [source], out_path, max_rejected_rows)
                 out_path.unlink(missing_ok=True)
+        if "unicode" in str(exc).lower():
+            for source in sources:
+                invalid = invalid_utf8_error(source)
+                if invalid is not None:
+                    raise invalid from None
         raise read_error(exc, sources[0].display, "cannot be read as CSV", out_path) from None
     by_path = {str(source.path): source for source in sources}
     first_per_line: dict[tuple[str, int], tuple] = {}
@@ -205,8 +212,7 @@ def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], o
         first_per_line.setdefault((row[0], row[1]), row)
     result = LoadResult(rows=int(rows), rejected=len(first_per_line))
     if not first_per_line:
-        if ranges:
-            check_ranges(con, sources, out_path, ranges, result, max_rejected_rows)
+        check_values(con, sources, out_path, ranges or {}, result, max_rejected_rows)
         return result
     errors = []
     for path, line, column, error_type, csv_line, message in first_per_line.values():
@@ -223,15 +229,61 @@ def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], o
         reason = error.problem.split(";")[0]
         result.reasons[reason] = result.reasons.get(reason, 0) + 1
     result.examples = [str(e) for e in errors[:5]]
-    if ranges:
-        check_ranges(con, sources, out_path, ranges, result, max_rejected_rows)
+    check_values(con, sources, out_path, ranges or {}, result, max_rejected_rows)
     return result
+
+
+def require_rows(source: CsvSource) -> None:
+    """`InputError` unless `source` holds a data row: an empty file, a header alone or blank lines
+    are no table. Reads the header and the next bytes only."""
+    fields = f"{len(source.columns)} fields ({source.delimiter.join(source.columns)})"
+    if source.path.stat().st_size == 0:
+        kind = "a header line and CSV rows" if source.header else "headerless CSV rows"
+        raise InputError(source.display, f"file is empty; expected {kind} of {fields}")
+    with open(source.path, "rb") as handle:
+        if source.header:
+            handle.readline()
+        while chunk := handle.read(1 << 16):
+            if chunk.strip():
+                return
+    if source.header:
+        raise InputError(source.display, f"has a header but no rows; expected at least one row of {fields}")
+    raise InputError(source.display, f"holds no rows, only blank lines; expected at least one row of {fields}")
+
+
+def first_invalid_utf8(path: Path) -> tuple[int, int, bytes] | None:
+    """(line, byte column, the line's bytes before it) of the first byte sequence of `path` that is
+    not UTF-8, else None (error path only: reads the file)."""
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return number, exc.start + 1, line[:exc.start]
+    return None
+
+
+def invalid_utf8_error(source: CsvSource) -> InputError | None:
+    """The `InputError` naming the line and field of the first text of `source` that is not UTF-8."""
+    found = first_invalid_utf8(source.path)
+    if found is None:
+        return None
+    line, _, before = found
+    index = before.count(source.delimiter.encode())
+    names = list(source.columns)
+    field = names[index] if index < len(names) and not (source.header and line == 1) else None
+    return InputError(source.display, NOT_UTF8, line=line, field=field)
 
 
 def range_error(display: str, line: int | None, field: str, text: str, ranged: ValueRange) -> InputError:
     """The `InputError` of a value outside its declared range."""
     return InputError(display, f"value {text.strip()!r} is outside the accepted range {ranged.describe()}",
                       line=line, field=field)
+
+
+#: A text value refused for its NUL character, as messages and counted reasons say it.
+_NUL = "holding a NUL character (byte 0)"
+_NO_CONTROL_BYTES = "expected text without control bytes"
 
 
 def _numbered_rows(source: CsvSource) -> Iterator[tuple[int, list[str]]]:
@@ -245,58 +297,75 @@ def _numbered_rows(source: CsvSource) -> Iterator[tuple[int, list[str]]]:
                 yield reader.line_num, fields
 
 
-def out_of_range_errors(sources: list[CsvSource], ranges: dict[str, ValueRange]) -> Iterator[InputError]:
-    """An `InputError` per out-of-range value of the `sources`, in file and line order (error
-    path only: scans the files)."""
+def bad_value_errors(sources: list[CsvSource], ranges: dict[str, ValueRange], nul: bool) -> Iterator[InputError]:
+    """An `InputError` per out-of-range value of the `sources` (and, with `nul`, per field holding a
+    NUL character), in file and line order (error path only: scans the files)."""
     for source in sources:
-        cells = out_of_range_cells(_numbered_rows(source), list(source.columns), ranges)
-        for line, field, text, ranged in cells:
-            yield range_error(source.display, line, field, text, ranged)
+        names = list(source.columns)
+        refused = refused_fields(names, ranges)
+        for line, fields in _numbered_rows(source):
+            if nul:
+                for index, text in enumerate(fields):
+                    if "\x00" in text:
+                        yield InputError(source.display, f"text {_NUL}; {_NO_CONTROL_BYTES}", line=line,
+                                         field=names[index] if index < len(names) else None)
+            for field, text, ranged in refused(fields):
+                yield range_error(source.display, line, field, text, ranged)
 
 
-def check_ranges(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], out_path: Path,
+def text_columns(con: duckdb.DuckDBPyConnection, table_sql: str) -> list[str]:
+    """The VARCHAR columns of `table_sql` (read from its schema, not its rows)."""
+    return [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {table_sql}").fetchall() if row[1] == "VARCHAR"]
+
+
+def check_values(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], out_path: Path,
                  ranges: dict[str, ValueRange], result: LoadResult, max_rejected_rows: int) -> None:
-    """Refuse the values of the stored table at `out_path` that lie outside `ranges`.
+    """Refuse the values of the stored table at `out_path` that lie outside `ranges`, and its text
+    values holding a NUL character.
 
-    A screen on each column's extremes (`range_screen_sql`, mostly answered by the Parquet
-    statistics) finds whether there are any; only then one aggregate pass over the Parquet file
-    counts them. Rows holding one are rejected rows:
+    Screens (`range_screen_sql`: each ranged column's extremes, mostly answered by the Parquet
+    statistics; `nul_screen_sql`: one scan of the text columns) find whether there are any; only
+    then one aggregate pass over the Parquet file counts them. Rows holding one are rejected rows:
     within `max_rejected_rows` (with the rows the reader rejected) they are dropped from the
     table and counted in `result`; beyond it the Parquet file is removed and the first one (in
     file order) raises its `InputError`.
     """
     stored = f"read_parquet({sql_string(str(out_path))})"
-    if int(con.execute(range_screen_sql(stored, ranges)).fetchall()[0][0]) == 0:
+    texts = text_columns(con, stored)
+    screens = ([range_screen_sql(stored, ranges)] if ranges else []) + ([nul_screen_sql(stored, texts)] if texts else [])
+    if not any(int(con.execute(screen).fetchall()[0][0]) for screen in screens):
         return
-    found = con.execute(range_counts_sql(stored, ranges)).fetchall()[0]
-    bad_rows = int(found[0])
+    found = con.execute(range_counts_sql(stored, ranges, texts)).fetchall()[0]
+    bad_rows, counts = int(found[0]), [int(n) for n in found[1:]]
     if bad_rows == 0:
         return
-    examples = out_of_range_errors(sources, ranges)
+    # (field, problem, reason) per condition counted by `range_counts_sql`, in its order
+    kinds = [(ranged.field or column, f"outside the accepted range {ranged.describe()}",
+              f"{ranged.field or column} outside the accepted range {ranged.describe()}")
+             for column, ranged in ranges.items()]
+    kinds += [(None, f"{_NUL}; {_NO_CONTROL_BYTES}", f"text {_NUL}")]
+    examples = bad_value_errors(sources, ranges, nul=bool(texts) and counts[-1] > 0)
     if result.rejected + bad_rows > max_rejected_rows:
         out_path.unlink(missing_ok=True)
         error = next(examples, None)
-        if error is None:  # the scan could not tell the line: name the field and the range
-            column, ranged = next((c, r) for (c, r), n in zip(ranges.items(), found[1:]) if n)
-            error = InputError(sources[0].display, f"{int(sum(found[1:]))} value(s) outside the accepted "
-                               f"range {ranged.describe()}", field=ranged.field or column)
+        if error is None:  # the scan could not tell the line: name the field and the problem
+            field, problem, _ = next(kind for kind, n in zip(kinds, counts) if n)
+            error = InputError(sources[0].display, f"{sum(counts)} value(s) {problem}", field=field)
         more = result.rejected + bad_rows - 1
         if more:
             error.args = (f"{error.args[0]} (and {more} more bad rows)",)
         raise error
     kept = out_path.with_name(f"{out_path.stem}.in-range.parquet")
-    result.rows = int(con.execute(f"COPY (SELECT * FROM {stored} WHERE {in_range_sql(ranges)}) TO "
+    result.rows = int(con.execute(f"COPY (SELECT * FROM {stored} WHERE {in_range_sql(ranges, texts)}) TO "
                                   f"{sql_string(str(kept))} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0])
     kept.replace(out_path)
     result.rejected += bad_rows
-    for (column, ranged), count in zip(ranges.items(), found[1:]):
+    for (_, _, reason), count in zip(kinds, counts):
         if count:
-            reason = f"{ranged.field or column} outside the accepted range {ranged.describe()}"
-            result.reasons[reason] = result.reasons.get(reason, 0) + int(count)
+            result.reasons[reason] = result.reasons.get(reason, 0) + count
     wanted = min(5 - len(result.examples), bad_rows)  # stop scanning once every bad row is named
     for error in examples:
         if wanted <= 0:
             break
         result.examples.append(str(error))
         wanted -= 1
-

@@ -344,6 +344,11 @@ def figures(present: set[str]) -> list[Figure]:
 # -- locating inputs ----------------------------------------------------------------------------
 
 
+def _is_cluster_file(member: str) -> bool:
+    """Whether an archive member is one of the release's per-cluster files (by its file name)."""
+    return member.replace("\\", "/").rsplit("/", 1)[-1] in TABLE_FILES.values()
+
+
 def _folder_parts(source: Path, file_name: str) -> list[SourcePart]:
     """The unpacked `<Cluster>/<file_name>` (directly under `source` or under `source/data`)."""
     parts = []
@@ -392,7 +397,7 @@ class HeliosAdapter(TraceAdapter):
             parts = _folder_parts(source, file_name) if source.is_dir() else []
             if not parts and archive.is_file():
                 if members is None:
-                    members = archive_member_names(archive) or []
+                    members = archive_member_names(archive, wanted=_is_cluster_file)
                 parts = _zip_parts(archive, members, file_name)
             if parts:
                 found[table] = parts

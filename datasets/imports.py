@@ -80,7 +80,7 @@ from ddlx.datasets.csvload import LoadResult, read_header, sql_string
 from ddlx.datasets.ranges import ValueRange
 from ddlx.datasets.timezones import utc_from_zone_sql, utc_offset_pattern
 from ddlx.datasets.validation import Check, Figure
-from ddlx.errors import DdlxError, InputError, UnknownDatasetError, read_error
+from ddlx.errors import DdlxError, InputError, UnknownDatasetError, UsageError, read_error
 
 if TYPE_CHECKING:
     from ddlx.datasets.ingest import IngestResult
@@ -125,8 +125,9 @@ STATE_WORDS: dict[str, str] = {
     "pending": "pending", "waiting": "pending", "queued": "pending", "requeued": "pending",
 }
 
-#: Accepted range of the canonical times: origin-relative traces start at the Unix epoch (1970).
-TIME_RANGE = ValueRange("1900-01-01", "2100-01-01")
+#: Accepted range of the canonical times: numeric times count from the Unix epoch by default, so
+#: nothing real lies before 1970.
+TIME_RANGE = ValueRange("1970-01-01", "2100-01-01")
 #: Accepted range of each mapped number (`duration` in seconds; scaled to the time unit).
 NUMBER_RANGES: dict[str, ValueRange] = {
     "duration": ValueRange(0, 3.2e9, "seconds, about 100 years"),
@@ -153,7 +154,7 @@ LABEL_COLUMNS = ("source_file", "source_cluster")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 
-class ImportSpecError(DdlxError):
+class ImportSpecError(UsageError):
     """An import option is malformed; `option` names it (e.g. `--map`), for the command line."""
 
     def __init__(self, option: str, message: str):
@@ -431,6 +432,25 @@ def _tres_number(tres: str, key: str) -> str:
     return f"TRY_CAST(NULLIF(regexp_extract({tres}, {sql_string(f'(?:^|,){key}=([0-9.]+)')}, 1), '') AS DOUBLE)"
 
 
+#: TRES entries ddlx reads, as a regex on one entry, and what their value must look like: a count
+#: (at most 15 digits before the point, so it stays finite), memory with an optional unit.
+_TRES_COUNT_KEYS = r"^(cpu|node|gres/gpu(:[^=]+)?)="
+_TRES_COUNT = r"^[^=]+=[0-9]{1,15}(\.[0-9]+)?$"
+_TRES_MEM = r"^mem=[0-9]{1,15}(\.[0-9]+)?[KMGTP]?$"
+
+
+def tres_problem_sql(tres: str) -> str:
+    """SQL true when the Slurm TRES string `tres` has an entry `tres_sql` reads (cpu, mem, node,
+    gres/gpu, gres/gpu:TYPE) that is not a number (memory: with K, M, G, T or P), or gives a count
+    outside `NUMBER_RANGES`."""
+    unreadable = (f"(regexp_matches(e, {sql_string(_TRES_COUNT_KEYS)}) AND NOT regexp_matches(e, {sql_string(_TRES_COUNT)})) "
+                  f"OR (starts_with(e, 'mem=') AND NOT regexp_matches(e, {sql_string(_TRES_MEM)}))")
+    read = tres_sql(tres)
+    outside = " OR ".join(f"coalesce({NUMBER_RANGES[key].outside_sql(read[key])}, false)"
+                          for key in ("gpus", "cpus", "mem_gb", "instances"))
+    return f"len([e FOR e IN string_split({tres}, ',') IF {unreadable}]) > 0 OR {outside}"
+
+
 def tres_sql(tres: str) -> dict[str, str]:
     """Expressions reading a Slurm TRES string `tres` (SQL): gpus, cpus, mem_gb, instances, gpu_type."""
     typed_counts = f"CAST(regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([0-9.]+)', 1) AS DOUBLE[])"
@@ -604,10 +624,10 @@ def locate_parts(source: Path) -> list[SourcePart]:
         parts = []
         for path in sorted(source.rglob("*")):
             relative = path.relative_to(source)
-            if any(p.startswith(".") for p in relative.parts) or path.is_dir():
+            if any(p.startswith(".") for p in relative.parts):
                 continue
             if not (is_archive(path) or _is_table_file(path.name)) or not is_input_file(path):
-                continue
+                continue  # is_input_file refuses a folder or FIFO named like a table file
             if is_archive(path):
                 parts += _archive_parts(path, relative.as_posix())
             elif _is_table_file(path.name):
@@ -703,6 +723,9 @@ def _load_parquet(con: duckdb.DuckDBPyConnection, spec: ImportSpec, local: Local
     except duckdb.Error as exc:
         out_path.unlink(missing_ok=True)
         raise read_error(exc, display, "cannot be read as Parquet", out_path) from None
+    if rows == 0:
+        out_path.unlink(missing_ok=True)
+        raise InputError(display, "has no rows; expected at least one job row")
     return LoadResult(rows=int(rows))
 
 
@@ -752,6 +775,15 @@ def _value_checks(spec: ImportSpec, present: set[str]) -> list[_ValueCheck]:
             spec.mapping[key], f"{col} IS NOT NULL AND {ranged.outside_sql(col)}",
             lambda v, key=key, ranged=ranged: f"value {v} of {key} is outside the accepted range {ranged.describe()}",
             numeric=True))
+    tres_ranges = ", ".join(f"{key} {NUMBER_RANGES[key].describe()}" for key in ("gpus", "cpus", "mem_gb", "instances"))
+    for key in ("tres", "req_tres"):
+        if cols.column(key) is not None:
+            checks.append(_ValueCheck(
+                spec.mapping.get(key) or spec.optional[key],
+                f"{cols.text(key)} IS NOT NULL AND ({tres_problem_sql(cols.text(key))})",
+                lambda v: f"cannot read the TRES string {v!r}; expected KEY=VALUE entries separated by commas, e.g. "
+                          "cpu=8,gres/gpu:a100=2,mem=64G,node=1 (cpu, node and gres/gpu: numbers; mem: a number "
+                          f"ending with K, M, G, T or P, MB without), within {tres_ranges}"))
     state = cols.column("state")
     if state is not None:
         accepted = ", ".join(f"{s} ({'/'.join(w for w, c in STATE_WORDS.items() if c == s)})" for s in STATES)

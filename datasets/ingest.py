@@ -160,10 +160,11 @@ class _Inputs:
         return [LocalPart(p, self.local[(p.path, p.member)].result()) for p in self.parts[table]]
 
     def failure(self) -> BaseException | None:
-        """The error an extraction ended with, if one did (its archive is then the cause of any
-        later failure to read the members it removed)."""
+        """The error an extraction or hashing ended with, waiting for it to end (the ingest waits for
+        it anyway before it stops); a failed extraction removed its members, so its archive is the
+        cause of a failure to read them."""
         for future in self.sha256.values():
-            if future.done() and not future.cancelled() and future.exception() is not None:
+            if not future.cancelled() and future.exception() is not None:
                 return future.exception()
         return None
 

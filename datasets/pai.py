@@ -78,11 +78,10 @@ def select_sql(table: str) -> str:
             parts.append('CAST("status" AS VARCHAR) AS "status"')
         else:
             parts.append(f'"{name}"')
-    if table in schema.TIMED_TABLES:
-        parts += [
-            "to_timestamp(NULLIF(start_time, 0)) AS start_ts",
-            "to_timestamp(NULLIF(end_time, 0)) AS end_ts",
-        ]
+    if table in schema.TIMED_TABLES:  # absurd times are refused by the range check, not the conversion
+        ranges = schema.RANGES[table]
+        parts += [f"to_timestamp({ranges[name].within_sql(f'NULLIF({name}, 0)')}) AS {stamp}"
+                  for name, stamp in (("start_time", "start_ts"), ("end_time", "end_ts"))]
     parts += _DERIVED.get(table, [])
     return f"SELECT {', '.join(parts)} FROM {{src}}"
 

@@ -171,8 +171,8 @@ def pod_select(part: SourcePart, columns: dict[str, str]) -> str:
         "(num_gpu = 1 AND gpu_milli < 1000) AS shares_gpu",
     ]
     for seconds, stamp in POD_TIMES.items():
-        source = f'"{seconds}"' if seconds in columns else "NULL::BIGINT"
-        parts.append(f"to_timestamp({source}) AS {stamp}")
+        source = RANGES[PODS][seconds].within_sql(f'"{seconds}"') if seconds in columns else "NULL::BIGINT"
+        parts.append(f"to_timestamp({source}) AS {stamp}")  # an absurd time is refused by the range check
     return f"SELECT {part.labels_sql()}{', '.join(parts)} FROM {{src}}"
 
 

@@ -67,7 +67,9 @@ import duckdb
 
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
 from ddlx.datasets.canonical import jobs_table_name, state_case_sql
-from ddlx.datasets.csvload import LoadResult, expected_value, load_csv_to_parquet, read_header, sql_string
+from ddlx.datasets.csvload import (
+    NOT_UTF8, LoadResult, expected_value, first_invalid_utf8, load_csv_to_parquet, read_header, sql_string,
+)
 from ddlx.datasets.ranges import COUNTER_LIMIT, REAL_TIME_WINDOW, ValueRange
 from ddlx.datasets.registry import PHILLY
 from ddlx.datasets.timezones import utc_from_offset_sql
@@ -407,6 +409,8 @@ def load_job_log(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Pat
                          {typed_attempts} AS attempts
                   FROM {_RAW_JOBS})
             TO {sql_string(str(out_path))} (FORMAT parquet, COMPRESSION zstd)""").fetchall()[0][0]
+        if rows == 0:
+            raise InputError(display, "holds an empty JSON array; expected at least one job object")
         _check_attempt_order(con, out_path, display)
     except InputError:
         out_path.unlink(missing_ok=True)
@@ -474,7 +478,11 @@ def json_problem(path: Path, display: str, detail: str) -> InputError:
             text = handle.read()
         data = json.loads(text, object_pairs_hook=_json_object, parse_constant=_refuse_constant)
     except UnicodeDecodeError:
-        return InputError(display, "not valid UTF-8 text")
+        found = first_invalid_utf8(path)
+        if found is None:
+            return InputError(display, NOT_UTF8)
+        line, column, _ = found
+        return InputError(display, f"at column {column}: {NOT_UTF8}", line=line)
     except json.JSONDecodeError as exc:
         return InputError(display, f"malformed JSON at column {exc.colno} ({exc.msg}); {expected}", line=exc.lineno)
     except _NonStandardConstant as exc:

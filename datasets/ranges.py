@@ -125,23 +125,24 @@ def nul_sql(text_columns: Sequence[str]) -> str:
     return "(" + " OR ".join(f"contains({quote(column)}, chr(0))" for column in text_columns) + ")"
 
 
-def range_screen_sql(table_sql: str, ranges: dict[str, ValueRange], text_columns: Sequence[str] = ()) -> str:
-    """A cheap SELECT giving 1 when some value of `table_sql` may lie outside `ranges`, or one of
-    its `text_columns` holds a NUL character; else 0.
+def range_screen_sql(table_sql: str, ranges: dict[str, ValueRange]) -> str:
+    """A cheap SELECT giving 1 when some value of `table_sql` may lie outside `ranges`, else 0.
 
-    Ranged columns are screened on their minimum and maximum, which DuckDB takes from the Parquet
+    It reads only each column's minimum and maximum, which DuckDB takes from the Parquet
     statistics when they are there (the writer leaves them out for a column holding NaN or inf,
     and the column is then scanned): NaN sorts above every number, so it shows as the maximum.
-    The text columns are scanned, in the same pass.
     """
-    extremes = [f"min({quote(column)}) AS low{index}, max({quote(column)}) AS high{index}"
-                for index, column in enumerate(ranges)]
-    found = [f"{ranged.outside_sql(f'low{index}')} OR {ranged.outside_sql(f'high{index}')}"
-             for index, ranged in enumerate(ranges.values())]
-    if text_columns:
-        extremes.append(f"bool_or({nul_sql(text_columns)}) AS has_nul")
-        found.append("coalesce(has_nul, false)")
-    return f"SELECT count(*) FROM (SELECT {', '.join(extremes)} FROM {table_sql}) WHERE {' OR '.join(found)}"
+    extremes = ", ".join(f"min({quote(column)}) AS low{index}, max({quote(column)}) AS high{index}"
+                         for index, column in enumerate(ranges))
+    outside = " OR ".join(f"{ranged.outside_sql(f'low{index}')} OR {ranged.outside_sql(f'high{index}')}"
+                          for index, ranged in enumerate(ranges.values()))
+    return f"SELECT count(*) FROM (SELECT {extremes} FROM {table_sql}) WHERE {outside}"
+
+
+def nul_screen_sql(table_sql: str, text_columns: Sequence[str]) -> str:
+    """A SELECT giving 1 when one of the `text_columns` of `table_sql` holds a NUL, else 0 (it
+    scans only those columns, and stops at the first one found)."""
+    return f"SELECT count(*) FROM (SELECT 1 FROM {table_sql} WHERE {nul_sql(text_columns)} LIMIT 1)"
 
 
 def _bad_value_conditions(ranges: dict[str, ValueRange], text_columns: Sequence[str]) -> list[str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ddlx.errors import UsageError
 from ddlx.simulate.workload import SimulationError, Workload, check_estimates
 
 #: Default LAS queue thresholds, attained GPU-seconds: 1 GPU-hour and 10 GPU-hours (three queues).
@@ -74,16 +75,20 @@ POLICIES: dict[str, Policy] = {
 }
 
 
+class UnknownPolicyError(SimulationError, UsageError):
+    """A policy name that is not one of `POLICIES` (a command-line mistake: exit code 2)."""
+
+
 def resolve_policies(names: list[str], las_thresholds_gpu_s: tuple[float, ...] | None = None) -> list[Policy]:
     """The policies named (duplicates dropped, order kept); `SimulationError` for an unknown name."""
     chosen: list[Policy] = []
     for name in names:
         key = name.strip().lower()
         if key not in POLICIES:
-            raise SimulationError(f"unknown policy '{name}'; expected one of {', '.join(POLICIES)}")
+            raise UnknownPolicyError(f"unknown policy '{name}'; expected one of {', '.join(POLICIES)}")
         policy = las_policy(las_thresholds_gpu_s) if key == "las" and las_thresholds_gpu_s else POLICIES[key]
         if policy.name not in {p.name for p in chosen}:
             chosen.append(policy)
     if not chosen:
-        raise SimulationError(f"no policy given; expected one or more of {', '.join(POLICIES)}")
+        raise UnknownPolicyError(f"no policy given; expected one or more of {', '.join(POLICIES)}")
     return chosen

@@ -122,10 +122,11 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     return invoke
 
 
-def assert_clean_failure(result, *needles: str) -> str:
-    """A failed command as a user must see it: exit 1, one `Error:` line (the last one; progress
-    lines may precede it) holding every needle, no traceback. Returns that line."""
-    assert result.code == 1, (result.code, result.err)
+def assert_clean_failure(result, *needles: str, code: int = 1) -> str:
+    """A failed command as a user must see it: exit `code` (1: bad input or a failure; 2: a mistake
+    in the command line), one `Error:` line (the last one; progress lines may precede it) holding
+    every needle, no traceback. Returns that line."""
+    assert result.code == code, (result.code, result.err)
     lines = result.err.strip().splitlines()
     errors = [line for line in lines if line.startswith("Error: ")]
     assert len(errors) == 1 and lines[-1] == errors[0], result.err

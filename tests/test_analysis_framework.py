@@ -106,7 +106,7 @@ def test_analyze_dataset_writes_every_table_and_the_definitions(cli, imported: P
 def test_a_module_list_with_commas_and_an_unknown_module(cli, imported: Path, tmp_path: Path) -> None:
     out = tmp_path / "results"
     result = cli("analyze", "dataset", "small", "-m", "overview,nosuch", "--out", out, "--data-home", imported)
-    assert_clean_failure(result, "unknown analysis module 'nosuch'", "expected one of: overview")
+    assert_clean_failure(result, "unknown analysis module 'nosuch'", "expected one of: overview", code=2)
     assert not out.exists()
 
 

@@ -100,10 +100,14 @@ def test_folder_missing_tables(cli, tmp_path: Path, ingested) -> None:
 def test_missing_folder_and_unknown_names(cli, tmp_path: Path, home: Path) -> None:
     assert_clean_failure(cli("datasets", "ingest", "pai", "--from", tmp_path / "nope", "--data-home", home),
                           "nope", "does not exist")
+    # a name ddlx does not know is a mistake in the command line: exit code 2, as for an unknown option
     assert_clean_failure(cli("datasets", "ingest", "philly2", "--from", tmp_path, "--data-home", home),
-                          "unknown trace 'philly2'", "pai")
+                          "unknown trace 'philly2'", "pai", code=2)
     assert_clean_failure(cli("datasets", "ingest", "pai", "--from", tmp_path, "--table", "pai_x",
-                              "--data-home", home), "unknown table 'pai_x'")
+                              "--data-home", home), "unknown table 'pai_x'", code=2)
+    assert_clean_failure(cli("datasets", "download", "philly2", "--data-home", home), "unknown trace", code=2)
+    assert_clean_failure(cli("analyze", "pai-trace", "-m", "nope", "--data-home", home), "unknown analysis module",
+                         code=2)
     assert_clean_failure(cli("sql", "SELECT 1", "--data-home", home), "no catalog")
     assert_clean_failure(cli("datasets", "info", "pai", "--data-home", home), "not ingested")
 

@@ -136,7 +136,7 @@ def test_names_that_cannot_be_imported(cli, tmp_path: Path, imported, name: str)
     good = tmp_path / "good.csv"
     good.write_text(GOOD)
     result = cli("datasets", "import", name, "--from", good, "--map", MAPPING, "--data-home", imported[0])
-    message = assert_clean_failure(result, repr(name))
+    message = assert_clean_failure(result, repr(name), code=2)
     if name.lower() == name and name[0].isalpha():
         assert "clashes with the registered trace" in message
     _assert_untouched(imported)

@@ -201,7 +201,7 @@ def test_clean_errors(sim, hand_home: Path) -> None:
     result = sim("simulate", "--dataset", "hand", "--policy", "fifo", "--data-home", hand_home)
     assert_clean_failure(result, "'hand' documents no GPU capacity", "--gpus")
     result = sim("simulate", "--dataset", "hand", "--gpus", "4", "--policy", "random", "--data-home", hand_home)
-    assert_clean_failure(result, "unknown policy 'random'", "fifo, sjf-oracle, sjf-predicted, las")
+    assert_clean_failure(result, "unknown policy 'random'", "fifo, sjf-oracle, sjf-predicted, las", code=2)
     result = sim("simulate", "--dataset", "hand", "--gpus", "4", "--compare", "fifo,sjf-predicted",
                  "--data-home", hand_home)
     assert_clean_failure(result, "sjf-predicted needs run-time estimates", "--predictor")
