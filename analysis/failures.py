@@ -14,6 +14,7 @@ from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.overview import state_mix
 from ddlx.analysis.sql import GPU_BUCKET_SQL, GPU_HOURS_SQL, cdf_table, quantile_columns_sql, sort_buckets
+from ddlx.datasets.sqltext import quote_identifier
 
 DEFINITIONS: tuple[Definition, ...] = (
     Definition(
@@ -119,7 +120,7 @@ def _state_mix_top(ctx: TraceContext, keys: tuple[str, ...], top: int, count_nam
     """
     if top < 0:
         raise ValueError(f"top must be at least 0, got {top}")
-    quoted = [f'"{k}"' for k in keys]
+    quoted = [quote_identifier(k) for k in keys]
     key_list = ", ".join(quoted)
     *outer, name = quoted
     labels = [f"CASE WHEN group_rank <= {top} THEN {k} END AS {k}" for k in outer]

@@ -26,7 +26,8 @@ from ddlx.analysis.sql import (
     CDF_PROBABILITIES, GPU_BUCKET_SQL, allocation_events_sql, cdf_table, double_list_sql, local_time_sql,
     quantile_columns_sql, quantiles_from_counts_sql, sort_buckets, trace_end_sql,
 )
-from ddlx.datasets.csvload import sql_string
+
+from ddlx.datasets.sqltext import sql_string
 from ddlx.errors import CatalogError, DdlxError
 
 #: Default step of the allocation time series, seconds (`ctx.options["resolution_s"]` overrides it).

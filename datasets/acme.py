@@ -50,9 +50,10 @@ import duckdb
 
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import CsvFormat, LocalPart, SourcePart, TraceAdapter, is_input_file, missing_error
-from ddlx.datasets.csvload import LoadResult, read_header, sql_string
+from ddlx.datasets.csvload import SOURCE, LoadResult, read_header
 from ddlx.datasets.ranges import REAL_TIME_WINDOW, TEN_YEARS_S, ValueRange
 from ddlx.datasets.registry import ACME
+from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_offset_pattern
 from ddlx.datasets.validation import Check, Figure, duplicate_key_check
 from ddlx.errors import InputError
@@ -161,25 +162,25 @@ def file_columns(part: SourcePart) -> dict[str, str]:
 
 def _time_sql(name: str) -> str:
     """`name` (text) as a TIMESTAMPTZ, stopping the load on a value without a valid offset."""
-    return (f'CASE WHEN "{name}" IS NULL THEN NULL '
-            f'WHEN regexp_full_match("{name}", {sql_string(TIME_PATTERN)}) '
-            f'AND try_cast("{name}" AS TIMESTAMPTZ) IS NOT NULL THEN CAST("{name}" AS TIMESTAMPTZ) '
-            f"ELSE error('{_BAD_TIME_MARK}[{name}]=' || \"{name}\") END AS \"{name}\"")
+    return (f'CASE WHEN {quote_identifier(name)} IS NULL THEN NULL '
+            f'WHEN regexp_full_match({quote_identifier(name)}, {sql_string(TIME_PATTERN)}) '
+            f'AND try_cast({quote_identifier(name)} AS TIMESTAMPTZ) IS NOT NULL THEN CAST({quote_identifier(name)} AS TIMESTAMPTZ) '
+            f"ELSE error('{_BAD_TIME_MARK}[{name}]=' || {quote_identifier(name)}) END AS {quote_identifier(name)}")
 
 
 def select_sql(part: SourcePart, columns: dict[str, str]) -> str:
-    """The stored rows of one cluster file (FROM {src}): every column of both files, typed."""
+    """The stored rows of one cluster file (FROM `SOURCE`): every column of both files, typed."""
     parts = []
     for name, sql_type in COLUMNS.items():
         if name not in columns:
-            parts.append(f'NULL::{"TIMESTAMPTZ" if sql_type == TIME else sql_type} AS "{name}"')
+            parts.append(f'NULL::{"TIMESTAMPTZ" if sql_type == TIME else sql_type} AS {quote_identifier(name)}')
         elif sql_type == TIME:
             parts.append(_time_sql(name))
         elif sql_type.startswith("ENUM"):
-            parts.append(f'CAST("{name}" AS VARCHAR) AS "{name}"')
+            parts.append(f'CAST({quote_identifier(name)} AS VARCHAR) AS {quote_identifier(name)}')
         else:
-            parts.append(f'"{name}"')
-    return f"SELECT {part.labels_sql()}{', '.join(parts)} FROM {{src}}"
+            parts.append(quote_identifier(name))
+    return f"SELECT {part.labels_sql()}{', '.join(parts)} FROM {SOURCE}"
 
 
 def bad_time_error(local: LocalPart, field: str, value: str) -> InputError:

@@ -28,9 +28,10 @@ from typing import Any
 import duckdb
 
 from ddlx.datasets.canonical import jobs_table_name
-from ddlx.datasets.csvload import CsvSource, LoadResult, check_header, load_csv_sources, sql_string
+from ddlx.datasets.csvload import SOURCE, CsvSource, LoadResult, check_header, load_csv_sources
 from ddlx.datasets.ranges import ValueRange
 from ddlx.datasets.registry import TraceInfo
+from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError
 
@@ -63,7 +64,7 @@ class SourcePart:
 
     def labels_sql(self) -> str:
         """`'Venus' AS "cluster", ` for each label: to put in front of a SELECT list."""
-        return "".join(f'{sql_string(value)} AS "{name}", ' for name, value in self.labels)
+        return "".join(f'{sql_string(value)} AS {quote_identifier(name)}, ' for name, value in self.labels)
 
 
 @dataclass(frozen=True)
@@ -78,14 +79,14 @@ class LocalPart:
 class CsvFormat:
     """How to read one CSV: columns in file order with DuckDB types, and the SELECT applied.
 
-    `select` reads `FROM {src}`; `header` means the first line holds column names: it must read
+    `select` reads `FROM ddlx_source` (`csvload.SOURCE`); `header` means the first line holds column names: it must read
     `expected_header` (default: the column names) and is skipped, since the schema is declared,
     never guessed. `timestamp_format` (strptime codes) makes TIMESTAMP columns strict: without it
     DuckDB accepts a date alone and drops a zone offset.
     """
 
     columns: dict[str, str]
-    select: str = "SELECT * FROM {src}"
+    select: str = f"SELECT * FROM {SOURCE}"
     header: bool = False
     delimiter: str = ","
     expected_header: tuple[str, ...] | None = None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ddlx.datasets.sqltext import quote_identifier
+
 
 @dataclass(frozen=True)
 class CanonicalColumn:
@@ -68,11 +70,11 @@ def jobs_table_name(trace: str) -> str:
 
 def empty_jobs_sql() -> str:
     """A typed, empty SELECT with the canonical columns (for a catalog with no jobs yet)."""
-    casts = ", ".join(f'CAST(NULL AS {c.sql_type}) AS "{c.name}"' for c in JOB_COLUMNS)
+    casts = ", ".join(f'CAST(NULL AS {c.sql_type}) AS {quote_identifier(c.name)}' for c in JOB_COLUMNS)
     return f"SELECT {casts} WHERE false"
 
 
 def conform_jobs_sql(source: str) -> str:
     """SELECT the canonical columns, in canonical order and types, from `source` (a view name)."""
-    casts = ", ".join(f'CAST("{c.name}" AS {c.sql_type}) AS "{c.name}"' for c in JOB_COLUMNS)
+    casts = ", ".join(f'CAST({quote_identifier(c.name)} AS {c.sql_type}) AS {quote_identifier(c.name)}' for c in JOB_COLUMNS)
     return f"SELECT {casts} FROM {source}"

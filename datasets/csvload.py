@@ -18,11 +18,16 @@ import duckdb
 from ddlx.datasets.ranges import (
     ValueRange, in_range_sql, nul_screen_sql, range_counts_sql, range_screen_sql, refused_fields,
 )
+from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.errors import InputError, read_error
 
 _CONVERT_VALUE = re.compile(r'Could not convert string "(.*?)" to')
 #: The problem of text that is not UTF-8.
 NOT_UTF8 = "not valid UTF-8 text; expected a file in UTF-8"
+
+
+#: The name under which a CSV file's rows are read in a source SELECT (`SELECT ... FROM ddlx_source`).
+SOURCE = "ddlx_source"
 
 
 @dataclass
@@ -33,11 +38,6 @@ class LoadResult:
     rejected: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
-
-
-def sql_string(value: str) -> str:
-    """A SQL string literal."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 def columns_struct(columns: dict[str, str]) -> str:
@@ -116,14 +116,15 @@ def describe_reject(display: str, columns: dict[str, str], line: int, column: st
 
 
 def read_header(csv_path: Path, display: str, delimiter: str = ",") -> list[str]:
-    """The column names on the first line of `csv_path`, stripped of spaces."""
+    """The column names on the first line of `csv_path` (read as CSV: a quoted name may hold the
+    delimiter or quotes), stripped of spaces."""
     with open(csv_path, "rb") as handle:
         first = handle.readline(1 << 20)
     try:
         text = first.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
         raise InputError(display, NOT_UTF8, line=1) from None
-    return [name.strip() for name in text.split(delimiter)]
+    return [name.strip() for name in next(csv.reader([text], delimiter=delimiter), [])]
 
 
 def check_header(csv_path: Path, display: str, expected: Sequence[str], delimiter: str = ",") -> None:
@@ -136,7 +137,7 @@ def check_header(csv_path: Path, display: str, expected: Sequence[str], delimite
 
 @dataclass(frozen=True)
 class CsvSource:
-    """One CSV file to load: its schema and the SELECT (reading FROM `{src}`) applied to its rows.
+    """One CSV file to load: its schema and the SELECT applied to its rows (read FROM `SOURCE`).
 
     `display` is the name used in messages (e.g. `pai_job_table.tar.gz:pai_job_table.csv`).
     """
@@ -144,15 +145,18 @@ class CsvSource:
     path: Path
     display: str
     columns: dict[str, str]
-    select: str = "SELECT * FROM {src}"
+    select: str = f"SELECT * FROM {SOURCE}"
     header: bool = False
     delimiter: str = ","
     timestamp_format: str | None = None
     null_strings: tuple[str, ...] = ()
 
     def query(self) -> str:
-        return self.select.replace("{src}", read_csv_sql(
-            self.path, self.columns, self.header, self.delimiter, self.timestamp_format, self.null_strings))
+        """`select` over the file's rows, which it reads as the table `SOURCE` (a named subquery, so
+        no text of the file, such as a column name, is ever substituted into the SQL)."""
+        read = read_csv_sql(self.path, self.columns, self.header, self.delimiter, self.timestamp_format,
+                            self.null_strings)
+        return f"WITH {SOURCE} AS (SELECT * FROM {read}) {self.select}"
 
 
 def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display: str,

@@ -60,9 +60,10 @@ from ddlx.datasets.adapter import (
     missing_error,
 )
 from ddlx.datasets.archives import archive_member_names, member_matches
-from ddlx.datasets.csvload import LoadResult, read_header, sql_string
+from ddlx.datasets.csvload import SOURCE, LoadResult, read_header
 from ddlx.datasets.ranges import EVERY_OTHER_FIELD, REAL_TIME_WINDOW, TEN_YEARS_S, ValueRange
 from ddlx.datasets.registry import HELIOS
+from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_from_zone_sql
 from ddlx.datasets.validation import Check, Figure, duplicate_key_check
 from ddlx.errors import InputError
@@ -151,16 +152,11 @@ RANGES: dict[str, dict[str, ValueRange]] = {
 }
 
 
-def quote_identifier(name: str) -> str:
-    """A SQL identifier for `name` (any text, e.g. a VC name from a file header)."""
-    return '"' + name.replace('"', '""') + '"'
-
-
 # -- reading ------------------------------------------------------------------------------------
 
 
 def log_select_sql(part: SourcePart) -> str:
-    """SELECT turning the raw cluster_log rows (FROM {src}) into `helios_cluster_log` rows."""
+    """SELECT turning the raw cluster_log rows (FROM `SOURCE`) into `helios_cluster_log` rows."""
     columns = []
     for name in LOG_COLUMNS:
         if name in TIME_COLUMNS:
@@ -170,7 +166,7 @@ def log_select_sql(part: SourcePart) -> str:
             columns.append('CAST("state" AS VARCHAR) AS "state"')
         else:
             columns.append(quote_identifier(name))
-    return f"SELECT {part.labels_sql()}{', '.join(columns)} FROM {{src}}"
+    return f"SELECT {part.labels_sql()}{', '.join(columns)} FROM {SOURCE}"
 
 
 def log_format(part: SourcePart) -> CsvFormat:
@@ -212,7 +208,7 @@ def capacity_format(local: LocalPart) -> CsvFormat:
     select = (
         f"SELECT {local.part.labels_sql()}{quote_identifier(CAPACITY_DATE_COLUMN)} AS \"date\", vc, gpus, "
         f"{quote_identifier(CAPACITY_TOTAL_COLUMN)} AS \"total\" "
-        f"FROM {{src}} UNPIVOT INCLUDE NULLS (gpus FOR vc IN ({vc_list}))"
+        f"FROM {SOURCE} UNPIVOT INCLUDE NULLS (gpus FOR vc IN ({vc_list}))"
     )
     return CsvFormat(columns=columns, select=select, header=True, expected_header=tuple(header))
 

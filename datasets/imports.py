@@ -76,8 +76,9 @@ from ddlx.datasets.adapter import (
 )
 from ddlx.datasets.archives import archive_member_names
 from ddlx.datasets.canonical import STATES, jobs_table_name
-from ddlx.datasets.csvload import LoadResult, read_header, sql_string
+from ddlx.datasets.csvload import SOURCE, LoadResult, read_header
 from ddlx.datasets.ranges import ValueRange
+from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_from_zone_sql, utc_offset_pattern
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import DdlxError, InputError, UnknownDatasetError, UsageError, read_error
@@ -386,11 +387,6 @@ def build_spec(name: str, mapping: dict[str, str] | str | None = None, preset: s
 
 # -- SQL pieces -----------------------------------------------------------------------------
 
-def ident(name: str) -> str:
-    """A quoted SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _sql_list(values: Sequence[str]) -> str:
     return ", ".join(sql_string(v) for v in values)
 
@@ -480,7 +476,7 @@ class _Columns:
         name = self.spec.mapping.get(key) or self.spec.optional.get(key)
         if name is None or name not in self.present:
             return None
-        return f"r.{ident(name)}"
+        return f"r.{quote_identifier(name)}"
 
     def text(self, key: str) -> str:
         col = self.column(key)
@@ -674,8 +670,8 @@ def _csv_format(spec: ImportSpec, local: LocalPart) -> CsvFormat:
     _check_columns(spec, display, names)
     numbers = spec.number_columns()
     columns = {name: "DOUBLE" if name in numbers else "VARCHAR" for name in names}
-    labels = ", ".join(f"{sql_string(value)} AS {ident(name)}" for name, value in local.part.labels)
-    return CsvFormat(columns=columns, select=f"SELECT *, {labels} FROM {{src}}", header=True,
+    labels = ", ".join(f"{sql_string(value)} AS {quote_identifier(name)}" for name, value in local.part.labels)
+    return CsvFormat(columns=columns, select=f"SELECT *, {labels} FROM {SOURCE}", header=True,
                      delimiter=spec.delimiter, expected_header=tuple(header))
 
 
@@ -704,19 +700,19 @@ def _load_parquet(con: duckdb.DuckDBPyConnection, spec: ImportSpec, local: Local
                 timelike = "TIME" in sql_type or "DATE" in sql_type
                 hint = " (use --time-unit datetime for date-time columns)" if timelike else ""
                 raise InputError(display, f"column is {sql_type}; expected numbers{hint}", field=name)
-            selected.append(f"TRY_CAST({ident(name)} AS DOUBLE) AS {ident(name)}")
+            selected.append(f"TRY_CAST({quote_identifier(name)} AS DOUBLE) AS {quote_identifier(name)}")
         elif name in texts:
-            selected.append(f"CAST({ident(name)} AS VARCHAR) AS {ident(name)}")
+            selected.append(f"CAST({quote_identifier(name)} AS VARCHAR) AS {quote_identifier(name)}")
         else:
-            selected.append(ident(name))
+            selected.append(quote_identifier(name))
     for name in numbers & set(types):
         bad = con.execute(
-            f"SELECT file_row_number, CAST({ident(name)} AS VARCHAR) FROM read_parquet("
-            f"{sql_string(str(local.local_path))}, file_row_number=true) WHERE {ident(name)} IS NOT NULL "
-            f"AND TRY_CAST({ident(name)} AS DOUBLE) IS NULL LIMIT 1").fetchall()
+            f"SELECT file_row_number, CAST({quote_identifier(name)} AS VARCHAR) FROM read_parquet("
+            f"{sql_string(str(local.local_path))}, file_row_number=true) WHERE {quote_identifier(name)} IS NOT NULL "
+            f"AND TRY_CAST({quote_identifier(name)} AS DOUBLE) IS NULL LIMIT 1").fetchall()
         if bad:
             raise InputError(display, f"row {bad[0][0] + 1}: cannot read {bad[0][1]!r}; expected a number", field=name)
-    labels = ", ".join(f"{sql_string(value)} AS {ident(name)}" for name, value in local.part.labels)
+    labels = ", ".join(f"{sql_string(value)} AS {quote_identifier(name)}" for name, value in local.part.labels)
     try:
         rows = con.execute(f"COPY (SELECT {', '.join(selected)}, {labels} FROM {source}) TO "
                            f"{sql_string(str(out_path))} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0]
@@ -820,7 +816,7 @@ def _find_row(local: LocalPart, check: _ValueCheck, value: str, delimiter: str) 
         try:
             found = con.execute(
                 f"SELECT file_row_number FROM read_parquet({sql_string(str(local.local_path))}, "
-                f"file_row_number=true) WHERE CAST({ident(column)} AS VARCHAR) = ? LIMIT 1", [value]).fetchall()
+                f"file_row_number=true) WHERE CAST({quote_identifier(column)} AS VARCHAR) = ? LIMIT 1", [value]).fetchall()
         finally:
             con.close()
         return None, (f"row {found[0][0] + 1}" if found else None)
@@ -844,7 +840,7 @@ def check_values(con: duckdb.DuckDBPyConnection, spec: ImportSpec, stored: Path,
     present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall()}
     where = _Columns(spec, frozenset(present)).row_filter()
     for check in _value_checks(spec, present):
-        bad = con.execute(f"SELECT source_file, CAST({ident(check.column)} AS VARCHAR) FROM {table} AS r "
+        bad = con.execute(f"SELECT source_file, CAST({quote_identifier(check.column)} AS VARCHAR) FROM {table} AS r "
                           f"WHERE {where} AND ({check.bad_when}) LIMIT 1").fetchall()
         if not bad:
             continue
@@ -930,7 +926,7 @@ class ImportAdapter(TraceAdapter):
         checks: list[Check] = []
         if spec.raw_table in present and spec.drop_job_steps and "job_id" in spec.mapping:
             checks.append(Check(spec.raw_table, "job step rows (job id with '.'), not counted as jobs",
-                                f"contains(CAST({ident(spec.mapping['job_id'])} AS VARCHAR), '.')"))
+                                f"contains(CAST({quote_identifier(spec.mapping['job_id'])} AS VARCHAR), '.')"))
         if jobs not in present:
             return checks
         checks += [
@@ -948,7 +944,7 @@ class ImportAdapter(TraceAdapter):
             checks.append(Check(jobs, "empty state", "raw_state IS NULL"))
         if "job_id" in spec.mapping:
             checks.append(Check(jobs, "duplicate job_id within a cluster (rows beyond the first)", query=(
-                f'SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM "{jobs}" '
+                f'SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM {quote_identifier(jobs)} '
                 "WHERE job_id IS NOT NULL GROUP BY cluster, job_id HAVING count(*) > 1)")))
         return checks
 
@@ -957,11 +953,11 @@ class ImportAdapter(TraceAdapter):
         if jobs not in present:
             return []
         return [
-            Figure(jobs, "GPU time (num_gpus x run_s)", f'SELECT sum(num_gpus * run_s) / 3600 FROM "{jobs}"',
+            Figure(jobs, "GPU time (num_gpus x run_s)", f'SELECT sum(num_gpus * run_s) / 3600 FROM {quote_identifier(jobs)}',
                    "GPU-hours"),
             Figure(jobs, "submission span (first to last submit)",
-                   f'SELECT (epoch(max(submit_time)) - epoch(min(submit_time))) / 86400 FROM "{jobs}"', "days"),
-            Figure(jobs, "clusters", f'SELECT count(DISTINCT cluster) FROM "{jobs}"', "clusters"),
+                   f'SELECT (epoch(max(submit_time)) - epoch(min(submit_time))) / 86400 FROM {quote_identifier(jobs)}', "days"),
+            Figure(jobs, "clusters", f'SELECT count(DISTINCT cluster) FROM {quote_identifier(jobs)}', "clusters"),
         ]
 
 

@@ -37,9 +37,10 @@ from ddlx.atomic import folder_lock, fsync_tree
 from ddlx.datasets import catalog, store
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, require_folder_or_archive
 from ddlx.datasets.archives import extract_members, sha256_file
-from ddlx.datasets.csvload import sql_string
+
 from ddlx.datasets.download import read_first_seen
 from ddlx.datasets.home import store_dir
+from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.validation import run_checks, run_figures
 from ddlx.errors import DdlxError, UnknownDatasetError, storage_error
 
@@ -198,12 +199,12 @@ def _create_views(con: duckdb.DuckDBPyConnection, adapter: TraceAdapter, staging
     rows); return the views' SQL, which the catalog recreates."""
     for table in present:
         path = sql_string(str(staging / f"{table}.parquet"))
-        con.execute(f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet({path})')
+        con.execute(f'CREATE OR REPLACE VIEW {quote_identifier(table)} AS SELECT * FROM read_parquet({path})')
     views = adapter.derived_views(set(present))
     for name, select in views.items():
         try:
-            con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {select}')
-            rows[name] = int(con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0])
+            con.execute(f'CREATE OR REPLACE VIEW {quote_identifier(name)} AS {select}')
+            rows[name] = int(con.execute(f'SELECT count(*) FROM {quote_identifier(name)}').fetchall()[0][0])
         except duckdb.Error as exc:
             raise _build_error(adapter, name, exc, staging) from None
         present.append(name)

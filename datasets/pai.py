@@ -29,8 +29,10 @@ from pathlib import Path
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets import pai_schema as schema
 from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
+from ddlx.datasets.csvload import SOURCE
 from ddlx.datasets.ranges import ValueRange
 from ddlx.datasets.registry import PAI
+from ddlx.datasets.sqltext import quote_identifier
 from ddlx.datasets.validation import Check, duplicate_key_check
 
 TRACE = "pai"
@@ -69,21 +71,21 @@ _DERIVED: dict[str, list[str]] = {
 
 
 def select_sql(table: str) -> str:
-    """SELECT that turns the raw rows of `table` (FROM {src}) into the stored typed table."""
+    """SELECT that turns the raw rows of `table` (FROM `SOURCE`) into the stored typed table."""
     parts = []
     for name in schema.COLUMNS[table]:
         if table in schema.TIMED_TABLES and name in ("start_time", "end_time"):
-            parts.append(f'NULLIF("{name}", 0) AS "{name}"')
+            parts.append(f'NULLIF({quote_identifier(name)}, 0) AS {quote_identifier(name)}')
         elif name == "status":
             parts.append('CAST("status" AS VARCHAR) AS "status"')
         else:
-            parts.append(f'"{name}"')
+            parts.append(quote_identifier(name))
     if table in schema.TIMED_TABLES:  # absurd times are refused by the range check, not the conversion
         ranges = schema.RANGES[table]
         parts += [f"to_timestamp({ranges[name].within_sql(f'NULLIF({name}, 0)')}) AS {stamp}"
                   for name, stamp in (("start_time", "start_ts"), ("end_time", "end_ts"))]
     parts += _DERIVED.get(table, [])
-    return f"SELECT {', '.join(parts)} FROM {{src}}"
+    return f"SELECT {', '.join(parts)} FROM {SOURCE}"
 
 
 JOBS_INPUTS: tuple[str, ...] = ("pai_job_table", "pai_task_table", "pai_instance_table")

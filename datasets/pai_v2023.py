@@ -47,9 +47,11 @@ from pathlib import Path
 
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, is_input_file
-from ddlx.datasets.csvload import sql_string
+
+from ddlx.datasets.csvload import SOURCE
 from ddlx.datasets.ranges import ONE_YEAR_S, ValueRange
 from ddlx.datasets.registry import PAI_V2023
+from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError
 
@@ -143,9 +145,9 @@ STATE_MAP: dict[str, str] = {
 
 
 def node_select(part: SourcePart) -> str:
-    """The stored node rows of one node list (FROM {src})."""
+    """The stored node rows of one node list (FROM `SOURCE`)."""
     return (f"SELECT {part.labels_sql()}sn, cpu_milli, memory_mib, gpu, model, "
-            "cpu_milli / 1000 AS cpus, memory_mib / 1024 AS memory_gib FROM {src}")
+            f"cpu_milli / 1000 AS cpus, memory_mib / 1024 AS memory_gib FROM {SOURCE}")
 
 
 def _sql_type(sql_type: str) -> str:
@@ -154,16 +156,16 @@ def _sql_type(sql_type: str) -> str:
 
 
 def pod_select(part: SourcePart, columns: dict[str, str]) -> str:
-    """The stored pod rows of one pod list read with `columns` (FROM {src}); the columns the list
+    """The stored pod rows of one pod list read with `columns` (FROM `SOURCE`); the columns the list
     lacks are NULL, so every list gives the same stored columns."""
     parts = []
     for name, sql_type in POD_COLUMNS.items():
         if name not in columns:
-            parts.append(f'NULL::{_sql_type(sql_type)} AS "{name}"')
+            parts.append(f'NULL::{_sql_type(sql_type)} AS {quote_identifier(name)}')
         elif sql_type.startswith("ENUM"):
-            parts.append(f'CAST("{name}" AS VARCHAR) AS "{name}"')
+            parts.append(f'CAST({quote_identifier(name)} AS VARCHAR) AS {quote_identifier(name)}')
         else:
-            parts.append(f'"{name}"')
+            parts.append(quote_identifier(name))
     parts += [
         "cpu_milli / 1000 AS cpus",
         "memory_mib / 1024 AS memory_gib",
@@ -171,9 +173,9 @@ def pod_select(part: SourcePart, columns: dict[str, str]) -> str:
         "(num_gpu = 1 AND gpu_milli < 1000) AS shares_gpu",
     ]
     for seconds, stamp in POD_TIMES.items():
-        source = RANGES[PODS][seconds].within_sql(f'"{seconds}"') if seconds in columns else "NULL::BIGINT"
+        source = RANGES[PODS][seconds].within_sql(quote_identifier(seconds)) if seconds in columns else "NULL::BIGINT"
         parts.append(f"to_timestamp({source}) AS {stamp}")  # an absurd time is refused by the range check
-    return f"SELECT {part.labels_sql()}{', '.join(parts)} FROM {{src}}"
+    return f"SELECT {part.labels_sql()}{', '.join(parts)} FROM {SOURCE}"
 
 
 # -- canonical jobs ----------------------------------------------------------------------------

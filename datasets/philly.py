@@ -68,10 +68,11 @@ import duckdb
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
 from ddlx.datasets.canonical import jobs_table_name, state_case_sql
 from ddlx.datasets.csvload import (
-    NOT_UTF8, LoadResult, expected_value, first_invalid_utf8, load_csv_to_parquet, read_header, sql_string,
+    NOT_UTF8, SOURCE, LoadResult, expected_value, first_invalid_utf8, load_csv_to_parquet, read_header,
 )
 from ddlx.datasets.ranges import COUNTER_LIMIT, REAL_TIME_WINDOW, ValueRange
 from ddlx.datasets.registry import PHILLY
+from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_from_offset_sql
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError
@@ -319,7 +320,7 @@ LEFT JOIN largest AS l USING (jobid)
 
 
 def util_select_sql(fmt: UtilFormat) -> str:
-    """SELECT (FROM {src}) turning the fields of a utilisation CSV (times and GPU fields read as
+    """SELECT (FROM `SOURCE`) turning the fields of a utilisation CSV (times and GPU fields read as
     text) into the stored row.
 
     A zone suffix other than PDT/PST, a value after the trailing comma or a number DuckDB cannot
@@ -332,21 +333,21 @@ def util_select_sql(fmt: UtilFormat) -> str:
               f"THEN error('philly: malformed time or row') {offsets} "
               "ELSE error('philly: unknown time zone suffix') END")
     time_sql = utc_from_offset_sql(f"CAST(left(time, {WALL_CLOCK_LENGTH}) AS TIMESTAMP)", offset)
-    parts = [f"{time_sql} AS time", f'"{fmt.header[1]}" AS machine_id', *fmt.value_fields]
+    parts = [f"{time_sql} AS time", f'{quote_identifier(fmt.header[1])} AS machine_id', *fmt.value_fields]
     if fmt.counts_gpus:
         reporting = " + ".join(f"CAST({g} IS NOT NULL AS INTEGER)" for g in fmt.value_fields)
         parts.append(f"CAST({reporting} AS TINYINT) AS gpus_reporting")
-    return f"SELECT {', '.join(parts)} FROM {{src}}"
+    return f"SELECT {', '.join(parts)} FROM {SOURCE}"
 
 
 def machine_list_select_sql() -> str:
-    """SELECT (FROM {src}) of the machine list: ids trimmed, `24GB` -> 24.0."""
-    machine, gpus, memory = (f'"{name}"' for name in MACHINE_LIST_HEADER)
+    """SELECT (FROM `SOURCE`) of the machine list: ids trimmed, `24GB` -> 24.0."""
+    machine, gpus, memory = (quote_identifier(name) for name in MACHINE_LIST_HEADER)
     mem = (f"CASE WHEN regexp_full_match({memory}, {sql_string(GPU_MEM_PATTERN)}) "
            f"THEN CAST(regexp_extract({memory}, '[0-9]+(\\.[0-9]+)?', 0) AS DOUBLE) "
            "ELSE error('philly: unreadable GPU memory') END")
     return (f"SELECT trim({machine}) AS machine_id, CAST({gpus} AS INTEGER) AS num_gpus, {mem} AS gpu_mem_gb "
-            "FROM {src}")
+            f"FROM {SOURCE}")
 
 
 # -- loading the job log -----------------------------------------------------------------------
@@ -367,13 +368,13 @@ def _job_type_problem_sql() -> str:
     gpu_bad = f"len([1 FOR g IN coalesce(d.gpus, []) IF g IS NULL OR {_not_text_sql('g')}]) > 0"
     detail_bad = f"len([1 FOR d IN coalesce(a.detail, []) IF {_not_text_sql('d.ip')} OR {gpu_bad}]) > 0"
     nested = f"len([1 FOR a IN coalesce(attempts, []) IF {attempt_bad} OR {detail_bad}]) > 0"
-    keys = " OR ".join(_not_text_sql(f'"{key}"') for key in JOB_TEXT_KEYS)
+    keys = " OR ".join(_not_text_sql(quote_identifier(key)) for key in JOB_TEXT_KEYS)
     return f"SELECT count(*) FROM {_RAW_JSON} WHERE {keys} OR {nested}"
 
 
 def _job_text_sql() -> str:
     """The job-log rows with every JSON leaf taken as text (after `_job_type_problem_sql` found none)."""
-    keys = ", ".join(f"\"{key}\"->>'$' AS \"{key}\"" for key in JOB_TEXT_KEYS)
+    keys = ", ".join(f"{quote_identifier(key)}->>'$' AS {quote_identifier(key)}" for key in JOB_TEXT_KEYS)
     times = ", ".join(f"{key} := a.{key}->>'$'" for key in ATTEMPT_TIME_KEYS)
     detail = "[struct_pack(ip := d.ip->>'$', gpus := [g->>'$' FOR g IN d.gpus]) FOR d IN a.detail]"
     attempts = f"[struct_pack({times}, detail := {detail}) FOR a IN attempts]"

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
+from ddlx.datasets.sqltext import quote_identifier
+
 #: Wall-clock window of traces whose times are real dates (UTC instants), as `YYYY-MM-DD`.
 REAL_TIME_WINDOW: tuple[str, str] = ("2010-01-01", "2035-01-01")
 #: One year of seconds: the bound of times that are seconds from a trace's own start.
@@ -115,14 +117,9 @@ def _time_of(text: str) -> datetime | None:
     return None
 
 
-def quote(column: str) -> str:
-    """A quoted SQL identifier."""
-    return '"' + column.replace('"', '""') + '"'
-
-
 def nul_sql(text_columns: Sequence[str]) -> str:
     """SQL true when one of `text_columns` holds a NUL character (never valid in a text field)."""
-    return "(" + " OR ".join(f"contains({quote(column)}, chr(0))" for column in text_columns) + ")"
+    return "(" + " OR ".join(f"contains({quote_identifier(column)}, chr(0))" for column in text_columns) + ")"
 
 
 def range_screen_sql(table_sql: str, ranges: dict[str, ValueRange]) -> str:
@@ -132,7 +129,7 @@ def range_screen_sql(table_sql: str, ranges: dict[str, ValueRange]) -> str:
     statistics when they are there (the writer leaves them out for a column holding NaN or inf,
     and the column is then scanned): NaN sorts above every number, so it shows as the maximum.
     """
-    extremes = ", ".join(f"min({quote(column)}) AS low{index}, max({quote(column)}) AS high{index}"
+    extremes = ", ".join(f"min({quote_identifier(column)}) AS low{index}, max({quote_identifier(column)}) AS high{index}"
                          for index, column in enumerate(ranges))
     outside = " OR ".join(f"{ranged.outside_sql(f'low{index}')} OR {ranged.outside_sql(f'high{index}')}"
                           for index, ranged in enumerate(ranges.values()))
@@ -147,7 +144,7 @@ def nul_screen_sql(table_sql: str, text_columns: Sequence[str]) -> str:
 
 def _bad_value_conditions(ranges: dict[str, ValueRange], text_columns: Sequence[str]) -> list[str]:
     """SQL conditions, one per ranged column, then one for a NUL in any text column."""
-    conditions = [ranged.outside_sql(quote(column)) for column, ranged in ranges.items()]
+    conditions = [ranged.outside_sql(quote_identifier(column)) for column, ranged in ranges.items()]
     return conditions + ([nul_sql(text_columns)] if text_columns else [])
 
 

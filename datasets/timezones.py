@@ -12,6 +12,8 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
+from ddlx.datasets.sqltext import sql_string
+
 def utc_offset_pattern(colon: str = ":", minutes_optional: bool = False) -> str:
     """A regular expression (Python and DuckDB) of a UTC offset that a real zone has: -12:00 to
     +14:00 with minutes 00, 15, 30 or 45. `colon` is the separator pattern (`:` or `:?`)."""
@@ -64,7 +66,7 @@ def utc_from_zone_sql(wall_clock: str, zone: str) -> str:
     Same instants as `timezone(zone, wall_clock)`; times in the zone's current fixed-offset period
     (e.g. Asia/Shanghai since 1991) take the arithmetic path.
     """
-    quoted = "'" + zone.replace("'", "''") + "'"
+    quoted = sql_string(zone)
     fixed = fixed_offset_since(zone)
     if fixed is None:
         return f"timezone({quoted}, {wall_clock})"
@@ -82,7 +84,7 @@ def wall_clock_from_utc_sql(instant: str, zone: str) -> str:
     Same values as `instant AT TIME ZONE zone`; instants in the zone's current fixed-offset period
     take the arithmetic path.
     """
-    quoted = "'" + zone.replace("'", "''") + "'"
+    quoted = sql_string(zone)
     fixed = fixed_offset_since(zone)
     if fixed is None:
         return f"({instant} AT TIME ZONE {quoted})"

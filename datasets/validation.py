@@ -14,6 +14,8 @@ from typing import Any
 
 import duckdb
 
+from ddlx.datasets.sqltext import quote_identifier
+
 
 @dataclass(frozen=True)
 class Check:
@@ -48,7 +50,7 @@ def run_checks(con: duckdb.DuckDBPyConnection, checks: list[Check],
             counts[(check.table, check.name)] = int(con.execute(check.query).fetchall()[0][0])
     for table, table_checks in by_table.items():
         filters = ", ".join(f"count(*) FILTER (WHERE {c.condition})" for c in table_checks)
-        found = con.execute(f'SELECT {filters} FROM "{table}"').fetchall()[0]
+        found = con.execute(f'SELECT {filters} FROM {quote_identifier(table)}').fetchall()[0]
         for check, count in zip(table_checks, found):
             counts[(table, check.name)] = int(count)
     report = []

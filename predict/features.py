@@ -34,6 +34,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from ddlx.datasets.sqltext import quote_identifier
 from ddlx.datasets.timezones import wall_clock_from_utc_sql
 from ddlx.errors import DdlxError
 
@@ -204,7 +205,7 @@ def trace_source_sql(jobs: str) -> str:
     """A FROM item over the canonical jobs `jobs` with `_row`: the position of the job in the order
     (submit_time, cluster, job_id, user, start_time, end_time, run_s); rows equal in all of these
     are interchangeable, so the numbering is deterministic in every way that matters."""
-    columns = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in INPUT_COLUMNS.items())
+    columns = ", ".join(f'CAST({quote_identifier(c)} AS {t}) AS {quote_identifier(c)}' for c, t in INPUT_COLUMNS.items())
     return (f"(SELECT row_number() OVER (ORDER BY submit_time, cluster, job_id, \"user\", start_time, end_time, "
             f"run_s) - 1 AS _row, {columns} FROM {jobs})")
 

@@ -28,6 +28,7 @@ import polars as pl
 
 from ddlx.analysis.definitions import get_definition
 from ddlx.analysis.model import AnalysisResult, ModuleResult, ResultTable, table_file
+from ddlx.datasets.sqltext import sql_string
 from ddlx.reports.charts import (
     MAX_CDF_POINTS, MAX_CHART_POINTS, MAX_LINE_POINTS, MIN_LINE_POINTS, drop_flat_runs, min_max_decimate, thin_cdf,
 )
@@ -915,7 +916,7 @@ def _top_groups(groups: list[pl.DataFrame], spec: ChartSpec) -> list[pl.DataFram
 
 def _sql_literal(value: Any) -> str:
     if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
+        return sql_string(value)
     return repr(value)
 
 

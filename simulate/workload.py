@@ -21,7 +21,8 @@ import numpy as np
 import polars as pl
 
 from ddlx.analysis.context import TraceContext
-from ddlx.datasets.csvload import sql_string
+
+from ddlx.datasets.sqltext import sql_string
 from ddlx.errors import DdlxError
 
 #: GPUs are counted in thousandths of a GPU inside the engine (exact integer arithmetic).

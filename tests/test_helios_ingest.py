@@ -415,3 +415,15 @@ def test_real_capacity_files(cli, tmp_path: Path) -> None:
     assert checks["days (cluster, date) whose total differs from the sum of the VCs"] == mismatches
     assert manifest["rows"]["helios_vc_capacity"] == vc_rows
     assert "helios_cluster_log" not in manifest["rows"] and "helios_jobs" not in manifest["rows"]
+
+
+def test_vc_names_from_a_header_stay_names(tmp_path: Path) -> None:
+    """VC names are read from the capacity header: quotes, braces and SQL words stay text."""
+    hostile = ['{src}', 'a"b', "x'); DROP TABLE t; --"]
+    header = "date," + ",".join('"' + name.replace('"', '""') + '"' for name in hostile) + ",total"
+    files = release_files({"Venus/cluster_gpu_number.csv": f"{header}\n2020-06-09,1,2,3,6\n"})
+    zipped = write_zip(tmp_path / "release" / "data.zip", files)
+    home = tmp_path / "home"
+    ingest("helios", zipped.parent, home)
+    rows = catalog.query(home, "SELECT vc, gpus FROM helios_vc_capacity WHERE cluster = 'Venus' ORDER BY gpus").rows()
+    assert rows == [(hostile[0], 1), (hostile[1], 2), (hostile[2], 3)]
