@@ -352,3 +352,32 @@ def test_an_ingest_into_a_copied_data_home_leaves_the_original_files(pai_small: 
 
 def store_is_inside(path: Path, folder: Path) -> bool:
     return path.resolve().is_relative_to(folder.resolve())
+
+
+# --- system conditions are one line -------------------------------------------------------------------
+
+def test_a_catalog_held_by_another_program_is_one_line(pai_small: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    ingest("pai", pai_small, home)
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+                               "print('open', flush=True); time.sleep(60)", str(home / "catalog.duckdb")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        for args in (["sql", "SELECT count(*) FROM jobs"], ["analyze", "pai-trace", "-m", "overview", "--out", tmp_path / "r"]):
+            proc = run_ddlx(*args, "--data-home", home)
+            assert_one_error_line(proc, "catalog.duckdb", "locked by another process")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert jobs_count(home) > 0
+
+
+def test_out_of_memory_is_one_line(cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tests.conftest import assert_clean_failure
+
+    def exhausted(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(catalog, "query", exhausted)
+    assert_clean_failure(cli("sql", "SELECT 1", "--data-home", tmp_path), "out of memory")
