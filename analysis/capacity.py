@@ -22,7 +22,6 @@ import polars as pl
 
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
-
 from ddlx.datasets.philly import GPUS_SEEN_SQL
 from ddlx.datasets.sqltext import sql_string
 

@@ -16,7 +16,6 @@ import polars as pl
 
 from ddlx.datasets import catalog
 from ddlx.datasets.canonical import jobs_table_name
-
 from ddlx.datasets.registry import TRACES
 from ddlx.datasets.sqltext import sql_string
 from ddlx.errors import CatalogError

@@ -18,8 +18,15 @@ import polars as pl
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
-from ddlx.analysis.sql import (CDF_PROBABILITIES, GPU_BUCKET_SQL, SUMMARY_QUANTILES, double_list_sql,
-                               quantiles_from_counts_sql, sort_buckets, trace_end_sql)
+from ddlx.analysis.sql import (
+    CDF_PROBABILITIES,
+    GPU_BUCKET_SQL,
+    SUMMARY_QUANTILES,
+    double_list_sql,
+    quantiles_from_counts_sql,
+    sort_buckets,
+    trace_end_sql,
+)
 
 DEFINITIONS: tuple[Definition, ...] = (
     Definition(
@@ -215,7 +222,8 @@ def _state_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilities
                    sum(n) OVER (PARTITION BY state_key, censored ORDER BY time_s ROWS UNBOUNDED PRECEDING) AS cum
             FROM steps WHERE time_s IS NOT NULL),
         probs AS (
-            SELECT state, state_key, censored, sum(n)::BIGINT AS jobs, unnest({double_list_sql(probabilities)}) AS probability
+            SELECT state, state_key, censored, sum(n)::BIGINT AS jobs, unnest({double_list_sql(
+                                                                                   probabilities)}) AS probability
             FROM steps WHERE time_s IS NOT NULL GROUP BY state, state_key, censored),
         quantiles AS ({quantiles_from_counts_sql("probs", "curves", ("state_key", "censored"), "jobs",
                                                  value="time_s")})

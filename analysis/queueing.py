@@ -19,8 +19,16 @@ from ddlx.analysis.capacity import capacity_sources, gpu_capacity_sql
 from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
-from ddlx.analysis.sql import (CDF_PROBABILITIES, GPU_BUCKET_SQL, SUMMARY_QUANTILES, allocation_steps_sql,
-                               cdf_table, local_time_sql, quantile_columns_sql, sort_buckets)
+from ddlx.analysis.sql import (
+    CDF_PROBABILITIES,
+    GPU_BUCKET_SQL,
+    SUMMARY_QUANTILES,
+    allocation_steps_sql,
+    cdf_table,
+    local_time_sql,
+    quantile_columns_sql,
+    sort_buckets,
+)
 
 QUEUE = "queue_delay.submit_to_first_start"
 BUCKET = "gpu_request.bucket"

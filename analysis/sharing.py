@@ -771,7 +771,8 @@ def _analyze_colocation(ctx: TraceContext, result: ModuleResult) -> None:
     if ctx.has("pai_instance_table"):
         distribution = result.add("colocation_distribution", colocation_distribution(ctx),
                                   ("sharing.colocation.concurrent_instances",),
-                                  "a machine GPU type (or 'all') and a number of instances running at once on a machine")
+                                  "a machine GPU type (or 'all') and a number of instances running at once "
+                                  "on a machine")
         summary = colocation_summary(distribution)
         result.find("colocated_busy_time_share",
                     "share of busy machine-time with 2+ instances at once",

@@ -23,10 +23,17 @@ from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.sql import (
-    CDF_PROBABILITIES, GPU_BUCKET_SQL, allocation_events_sql, cdf_table, double_list_sql, local_time_sql,
-    quantile_columns_sql, quantiles_from_counts_sql, sort_buckets, trace_end_sql,
+    CDF_PROBABILITIES,
+    GPU_BUCKET_SQL,
+    allocation_events_sql,
+    cdf_table,
+    double_list_sql,
+    local_time_sql,
+    quantile_columns_sql,
+    quantiles_from_counts_sql,
+    sort_buckets,
+    trace_end_sql,
 )
-
 from ddlx.datasets.sqltext import sql_string
 from ddlx.errors import CatalogError, DdlxError
 

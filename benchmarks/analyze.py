@@ -27,7 +27,6 @@ import argparse
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import psutil
@@ -71,7 +70,8 @@ tj["task_runtime_s"] = tj["end_time"] - tj["start_time"]
 
 # Instance level: instance x sensor x machine spec x task request.
 isx = inst.merge(sensor, on="worker_name", how="left").merge(spec, on="machine", how="left", suffixes=("", "_machine"))
-isx = isx.merge(task[["job_name", "task_name", "plan_cpu", "plan_mem", "plan_gpu"]], on=["job_name", "task_name"], how="left")
+isx = isx.merge(task[["job_name", "task_name", "plan_cpu", "plan_mem", "plan_gpu"]],
+                on=["job_name", "task_name"], how="left")
 
 # Job level: roll-up (first instance start, last end, GPUs requested).
 first = isx.groupby("job_name").agg(first_start=("start_time", "min"), last_end=("end_time", "max"))

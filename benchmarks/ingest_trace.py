@@ -7,7 +7,8 @@ With --repeat N the two compared steps (bare DuckDB and ddlx ingest from the sam
 each run N times, alternating, each ingest into a fresh data home; the table shows the median run.
 Bare DuckDB reads every file with no conversions: PAI's headerless CSVs with their declared
 columns, other CSVs with DuckDB's own header and type detection (`NA` read as missing; Philly's
-header lines skipped, since their rows carry one field more), Philly's JSON job log with read_json. `--reuse` keeps a release already generated in `--workdir`.
+header lines skipped, since their rows carry one field more), Philly's JSON job log with read_json. \
+`--reuse` keeps a release already generated in `--workdir`.
 
 Targets at scale 1: `ddlx datasets ingest` within 1.5x of bare DuckDB; ingest peak RSS under 3 GB.
 """

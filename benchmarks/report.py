@@ -8,7 +8,7 @@ Steps:
 - the analysis (every module) on the trace of `--data-home`, in this process;
 - the results folder and the report written into `--out` (report write time: building the
   report object and writing report.html, report.md and report.json);
-- the page opened `--repeat` times in headless Chromium (/usr/bin/chromium) from file://, each in
+- the page opened `--repeat` times in headless Chromium ($DDLX_CHROMIUM, else `chromium` on PATH) from file://, each in
   a fresh browser context: load time = navigation start to the later of the load event and the
   moment every chart is drawn (the page's own `ddlxChartsDoneAt`); median, min and max shown.
 
@@ -20,7 +20,9 @@ Targets: report.html under 15 MB; page load under 3 s.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import psutil
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("DDLX_CHROMIUM") or shutil.which("chromium") or "chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 TARGET_MB = 15.0

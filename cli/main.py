@@ -116,7 +116,8 @@ class _ProgressBars:
 @datasets_app.command("ingest")
 def datasets_ingest(
     trace: TraceName,
-    source: Annotated[Path, typer.Option("--from", help="Folder with the official .tar.gz files or their extracted CSVs.")],
+    source: Annotated[Path, typer.Option(
+        "--from", help="Folder with the official .tar.gz files or their extracted CSVs.")],
     table: Tables = None,
     max_rejected_rows: Annotated[int, typer.Option(
         "--max-rejected-rows", min=0,

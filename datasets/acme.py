@@ -48,8 +48,8 @@ from pathlib import Path
 
 import duckdb
 
-from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import CsvFormat, LocalPart, SourcePart, TraceAdapter, is_input_file, missing_error
+from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.csvload import SOURCE, LoadResult, read_header
 from ddlx.datasets.ranges import REAL_TIME_WINDOW, TEN_YEARS_S, ValueRange
 from ddlx.datasets.registry import ACME
@@ -164,7 +164,8 @@ def _time_sql(name: str) -> str:
     """`name` (text) as a TIMESTAMPTZ, stopping the load on a value without a valid offset."""
     return (f'CASE WHEN {quote_identifier(name)} IS NULL THEN NULL '
             f'WHEN regexp_full_match({quote_identifier(name)}, {sql_string(TIME_PATTERN)}) '
-            f'AND try_cast({quote_identifier(name)} AS TIMESTAMPTZ) IS NOT NULL THEN CAST({quote_identifier(name)} AS TIMESTAMPTZ) '
+            f'AND try_cast({quote_identifier(name)} AS TIMESTAMPTZ) IS NOT NULL '
+            f'THEN CAST({quote_identifier(name)} AS TIMESTAMPTZ) '
             f"ELSE error('{_BAD_TIME_MARK}[{name}]=' || {quote_identifier(name)}) END AS {quote_identifier(name)}")
 
 

@@ -76,5 +76,6 @@ def empty_jobs_sql() -> str:
 
 def conform_jobs_sql(source: str) -> str:
     """SELECT the canonical columns, in canonical order and types, from `source` (a view name)."""
-    casts = ", ".join(f'CAST({quote_identifier(c.name)} AS {c.sql_type}) AS {quote_identifier(c.name)}' for c in JOB_COLUMNS)
+    casts = ", ".join(f'CAST({quote_identifier(c.name)} AS {c.sql_type}) AS {quote_identifier(c.name)}'
+                      for c in JOB_COLUMNS)
     return f"SELECT {casts} FROM {source}"

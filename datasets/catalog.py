@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 from ddlx.atomic import fsync_file, fsync_folder
 from ddlx.datasets import store
 from ddlx.datasets.canonical import conform_jobs_sql, empty_jobs_sql, jobs_table_name
-
 from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.errors import CatalogError, StorageError, storage_error
 

@@ -16,9 +16,14 @@ from pathlib import Path
 import duckdb
 
 from ddlx.datasets.ranges import (
-    ValueRange, in_range_sql, nul_screen_sql, range_counts_sql, range_screen_sql, refused_fields,
+    ValueRange,
+    in_range_sql,
+    nul_screen_sql,
+    range_counts_sql,
+    range_screen_sql,
+    refused_fields,
 )
-from ddlx.datasets.sqltext import quote_identifier, sql_string
+from ddlx.datasets.sqltext import sql_string
 from ddlx.errors import InputError, read_error
 
 _CONVERT_VALUE = re.compile(r'Could not convert string "(.*?)" to')
@@ -313,8 +318,8 @@ def bad_value_errors(sources: list[CsvSource], ranges: dict[str, ValueRange], nu
                     if "\x00" in text:
                         yield InputError(source.display, f"text {_NUL}; {_NO_CONTROL_BYTES}", line=line,
                                          field=names[index] if index < len(names) else None)
-            for field, text, ranged in refused(fields):
-                yield range_error(source.display, line, field, text, ranged)
+            for column_name, text, ranged in refused(fields):
+                yield range_error(source.display, line, column_name, text, ranged)
 
 
 def text_columns(con: duckdb.DuckDBPyConnection, table_sql: str) -> list[str]:
@@ -336,7 +341,8 @@ def check_values(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], out_p
     """
     stored = f"read_parquet({sql_string(str(out_path))})"
     texts = text_columns(con, stored)
-    screens = ([range_screen_sql(stored, ranges)] if ranges else []) + ([nul_screen_sql(stored, texts)] if texts else [])
+    screens = (([range_screen_sql(stored, ranges)] if ranges else [])
+               + ([nul_screen_sql(stored, texts)] if texts else []))
     if not any(int(con.execute(screen).fetchall()[0][0]) for screen in screens):
         return
     found = con.execute(range_counts_sql(stored, ranges, texts)).fetchall()[0]

@@ -49,7 +49,6 @@ from pathlib import Path
 
 import duckdb
 
-from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import (
     CsvFormat,
     LocalPart,
@@ -60,6 +59,7 @@ from ddlx.datasets.adapter import (
     missing_error,
 )
 from ddlx.datasets.archives import archive_member_names, member_matches
+from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.csvload import SOURCE, LoadResult, read_header
 from ddlx.datasets.ranges import EVERY_OTHER_FIELD, REAL_TIME_WINDOW, TEN_YEARS_S, ValueRange
 from ddlx.datasets.registry import HELIOS

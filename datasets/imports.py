@@ -71,7 +71,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import duckdb
 
 from ddlx.datasets.adapter import (
-    CsvFormat, LocalPart, SourcePart, TraceAdapter, is_archive, is_input_file, load_csv_parts, merge_results,
+    CsvFormat,
+    LocalPart,
+    SourcePart,
+    TraceAdapter,
+    is_archive,
+    is_input_file,
+    load_csv_parts,
+    merge_results,
     parquet_sql,
 )
 from ddlx.datasets.archives import archive_member_names
@@ -81,7 +88,7 @@ from ddlx.datasets.ranges import ValueRange
 from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_from_zone_sql, utc_offset_pattern
 from ddlx.datasets.validation import Check, Figure
-from ddlx.errors import DdlxError, InputError, UnknownDatasetError, UsageError, read_error
+from ddlx.errors import InputError, UnknownDatasetError, UsageError, read_error
 
 if TYPE_CHECKING:
     from ddlx.datasets.ingest import IngestResult
@@ -439,7 +446,8 @@ def tres_problem_sql(tres: str) -> str:
     """SQL true when the Slurm TRES string `tres` has an entry `tres_sql` reads (cpu, mem, node,
     gres/gpu, gres/gpu:TYPE) that is not a number (memory: with K, M, G, T or P), or gives a count
     outside `NUMBER_RANGES`."""
-    unreadable = (f"(regexp_matches(e, {sql_string(_TRES_COUNT_KEYS)}) AND NOT regexp_matches(e, {sql_string(_TRES_COUNT)})) "
+    unreadable = (f"(regexp_matches(e, {sql_string(_TRES_COUNT_KEYS)}) "
+                  f"AND NOT regexp_matches(e, {sql_string(_TRES_COUNT)})) "
                   f"OR (starts_with(e, 'mem=') AND NOT regexp_matches(e, {sql_string(_TRES_MEM)}))")
     read = tres_sql(tres)
     outside = " OR ".join(f"coalesce({NUMBER_RANGES[key].outside_sql(read[key])}, false)"
@@ -750,7 +758,8 @@ def _value_checks(spec: ImportSpec, present: set[str]) -> list[_ValueCheck]:
         if spec.time_unit == "datetime":
             instant = text_time_sql(col, spec.tz)
             checks.append(_ValueCheck(
-                name, f"NOT {text_time_missing_sql(col)} AND (({instant}) IS NULL OR {TIME_RANGE.outside_sql(instant)})",
+                name, f"NOT {text_time_missing_sql(col)} "
+                      f"AND (({instant}) IS NULL OR {TIME_RANGE.outside_sql(instant)})",
                 lambda v: f"cannot read {v!r} as a date-time in {window}; expected e.g. 2023-01-05 10:00:00 or "
                           "2023-01-05T10:00:00+02:00 (an offset from -12:00 to +14:00; empty, Unknown or None "
                           "for missing)"))
@@ -766,7 +775,8 @@ def _value_checks(spec: ImportSpec, present: set[str]) -> list[_ValueCheck]:
         if col is None:
             continue
         if key == "duration" and spec.unit_seconds:
-            ranged = ValueRange(ranged.low, float(ranged.high) / spec.unit_seconds, f"{spec.time_unit}, about 100 years")
+            ranged = ValueRange(ranged.low, float(ranged.high) / spec.unit_seconds,
+                                f"{spec.time_unit}, about 100 years")
         checks.append(_ValueCheck(
             spec.mapping[key], f"{col} IS NOT NULL AND {ranged.outside_sql(col)}",
             lambda v, key=key, ranged=ranged: f"value {v} of {key} is outside the accepted range {ranged.describe()}",
@@ -816,7 +826,8 @@ def _find_row(local: LocalPart, check: _ValueCheck, value: str, delimiter: str) 
         try:
             found = con.execute(
                 f"SELECT file_row_number FROM read_parquet({sql_string(str(local.local_path))}, "
-                f"file_row_number=true) WHERE CAST({quote_identifier(column)} AS VARCHAR) = ? LIMIT 1", [value]).fetchall()
+                f"file_row_number=true) WHERE CAST({quote_identifier(column)} AS VARCHAR) = ? LIMIT 1",
+                [value]).fetchall()
         finally:
             con.close()
         return None, (f"row {found[0][0] + 1}" if found else None)
@@ -953,10 +964,11 @@ class ImportAdapter(TraceAdapter):
         if jobs not in present:
             return []
         return [
-            Figure(jobs, "GPU time (num_gpus x run_s)", f'SELECT sum(num_gpus * run_s) / 3600 FROM {quote_identifier(jobs)}',
-                   "GPU-hours"),
+            Figure(jobs, "GPU time (num_gpus x run_s)",
+                   f'SELECT sum(num_gpus * run_s) / 3600 FROM {quote_identifier(jobs)}', "GPU-hours"),
             Figure(jobs, "submission span (first to last submit)",
-                   f'SELECT (epoch(max(submit_time)) - epoch(min(submit_time))) / 86400 FROM {quote_identifier(jobs)}', "days"),
+                   f'SELECT (epoch(max(submit_time)) - epoch(min(submit_time))) / 86400 FROM {quote_identifier(jobs)}',
+                   "days"),
             Figure(jobs, "clusters", f'SELECT count(DISTINCT cluster) FROM {quote_identifier(jobs)}', "clusters"),
         ]
 

@@ -23,8 +23,8 @@ import os
 import shutil
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,7 +37,6 @@ from ddlx.atomic import folder_lock, fsync_tree
 from ddlx.datasets import catalog, store
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, require_folder_or_archive
 from ddlx.datasets.archives import extract_members, sha256_file
-
 from ddlx.datasets.download import read_first_seen
 from ddlx.datasets.home import store_dir
 from ddlx.datasets.sqltext import quote_identifier, sql_string

@@ -34,8 +34,8 @@ def files_frame(manifest: dict[str, Any]) -> pl.DataFrame:
         for file in entry.get("files", []):
             name = Path(file["path"]).name + (f":{file['member']}" if file.get("member") else "")
             labels = ", ".join(f"{k}={v}" for k, v in (file.get("labels") or {}).items())
-            rows.append({"table": table, "file": name + (f" [{labels}]" if labels else ""), "sha256": file.get("sha256"),
-                         "checksum": checksum_status(file)})
+            rows.append({"table": table, "file": name + (f" [{labels}]" if labels else ""),
+                         "sha256": file.get("sha256"), "checksum": checksum_status(file)})
     return pl.DataFrame(rows, schema={"table": pl.String, "file": pl.String, "sha256": pl.String,
                                       "checksum": pl.String})
 

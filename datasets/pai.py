@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets import pai_schema as schema
 from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
+from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.csvload import SOURCE
 from ddlx.datasets.ranges import ValueRange
 from ddlx.datasets.registry import PAI

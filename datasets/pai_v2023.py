@@ -45,9 +45,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, is_input_file
-
+from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.csvload import SOURCE
 from ddlx.datasets.ranges import ONE_YEAR_S, ValueRange
 from ddlx.datasets.registry import PAI_V2023

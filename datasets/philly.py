@@ -68,7 +68,13 @@ import duckdb
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
 from ddlx.datasets.canonical import jobs_table_name, state_case_sql
 from ddlx.datasets.csvload import (
-    NOT_UTF8, SOURCE, LoadResult, expected_value, first_invalid_utf8, load_csv_to_parquet, read_header,
+    NOT_UTF8,
+    SOURCE,
+    LoadResult,
+    expected_value,
+    first_invalid_utf8,
+    load_csv_to_parquet,
+    read_header,
 )
 from ddlx.datasets.ranges import COUNTER_LIMIT, REAL_TIME_WINDOW, ValueRange
 from ddlx.datasets.registry import PHILLY
@@ -577,7 +583,8 @@ def _check_raw_jobs(con: duckdb.DuckDBPyConnection, display: str) -> None:
         raise InputError(display, f"job {row[0]}: status {row[1]!r}; expected one of {', '.join(STATUSES)}",
                          field="status")
     fmt = sql_string(WALL_CLOCK_FORMAT)
-    row = _first_row(con, f"SELECT jobid, submitted_time FROM {_RAW_JOBS} WHERE NOT {missing_time_sql('submitted_time')} "
+    row = _first_row(con, f"SELECT jobid, submitted_time FROM {_RAW_JOBS} "
+                          f"WHERE NOT {missing_time_sql('submitted_time')} "
                           f"AND try_strptime(submitted_time, {fmt}) IS NULL ORDER BY jobid")
     if row is not None:
         raise InputError(display, f"job {row[0]}: submitted_time {row[1]!r}; expected {_EXPECTED_JOB_TIME}",
@@ -598,7 +605,8 @@ def _check_raw_jobs(con: duckdb.DuckDBPyConnection, display: str) -> None:
         if row is not None:
             expected = (f"is outside the accepted range {JOB_TIME_RANGE.describe()}" if row[3]
                         else f"; expected {_EXPECTED_JOB_TIME}")
-            raise InputError(display, f"job {row[0]}, attempt {row[1]}: {key} {row[2]!r}{' ' if row[3] else ''}{expected}",
+            raise InputError(display, f"job {row[0]}, attempt {row[1]}: "
+                                      f"{key} {row[2]!r}{' ' if row[3] else ''}{expected}",
                              field=key)
 
 

@@ -129,7 +129,8 @@ def range_screen_sql(table_sql: str, ranges: dict[str, ValueRange]) -> str:
     statistics when they are there (the writer leaves them out for a column holding NaN or inf,
     and the column is then scanned): NaN sorts above every number, so it shows as the maximum.
     """
-    extremes = ", ".join(f"min({quote_identifier(column)}) AS low{index}, max({quote_identifier(column)}) AS high{index}"
+    extremes = ", ".join(f"min({quote_identifier(column)}) AS low{index}, "
+                         f"max({quote_identifier(column)}) AS high{index}"
                          for index, column in enumerate(ranges))
     outside = " OR ".join(f"{ranged.outside_sql(f'low{index}')} OR {ranged.outside_sql(f'high{index}')}"
                           for index, ranged in enumerate(ranges.values()))

@@ -55,8 +55,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from ddlx.datasets.synth_common import (check_scale_and_seed, choice_from, lognormal, publish, stream_rng,
-                                       temp_path_in)
+from ddlx.datasets.synth_common import check_scale_and_seed, choice_from, lognormal, publish, stream_rng, temp_path_in
 
 __all__ = ["generate_acme", "SEREN_COLUMNS", "KALOS_COLUMNS", "FILE_NAMES", "JOB_TYPES", "STATES"]
 

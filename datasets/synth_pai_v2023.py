@@ -43,8 +43,15 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ddlx.datasets.synth_common import (check_scale_and_seed, choice_from, gather_names, lognormal, publish,
-                                       stream_rng, temp_path_in)
+from ddlx.datasets.synth_common import (
+    check_scale_and_seed,
+    choice_from,
+    gather_names,
+    lognormal,
+    publish,
+    stream_rng,
+    temp_path_in,
+)
 
 __all__ = ["generate_pai_v2023", "FILE_NAMES", "NODE_COLUMNS", "POD_COLUMNS", "MULTIGPU_COLUMNS"]
 

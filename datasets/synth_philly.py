@@ -49,13 +49,13 @@ import polars as pl
 
 from ddlx.datasets.synth_common import (
     check_scale_and_seed,
-    publish,
     choice_from,
     group_offsets,
     hex_ids,
     lognormal,
     pack_tar_gz,
     position_in_group,
+    publish,
     stream_rng,
     temp_path_in,
 )

@@ -19,6 +19,7 @@ from ddlx.datasets.home import samples_home
 from ddlx.datasets.ingest import SYNTHETIC_MARKER, ingest
 from ddlx.errors import CatalogError, UnknownDatasetError
 
+
 @dataclass(frozen=True)
 class Generator:
     """A trace's generator: `module:function(out_dir, scale, seed, progress)`, and the scale of the

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from ddlx.datasets.sqltext import sql_string
 
+
 def utc_offset_pattern(colon: str = ":", minutes_optional: bool = False) -> str:
     """A regular expression (Python and DuckDB) of a UTC offset that a real zone has: -12:00 to
     +14:00 with minutes 00, 15, 30 or 45. `colon` is the separator pattern (`:` or `:?`)."""

@@ -205,7 +205,8 @@ def trace_source_sql(jobs: str) -> str:
     """A FROM item over the canonical jobs `jobs` with `_row`: the position of the job in the order
     (submit_time, cluster, job_id, user, start_time, end_time, run_s); rows equal in all of these
     are interchangeable, so the numbering is deterministic in every way that matters."""
-    columns = ", ".join(f'CAST({quote_identifier(c)} AS {t}) AS {quote_identifier(c)}' for c, t in INPUT_COLUMNS.items())
+    columns = ", ".join(f'CAST({quote_identifier(c)} AS {t}) AS {quote_identifier(c)}'
+                        for c, t in INPUT_COLUMNS.items())
     return (f"(SELECT row_number() OVER (ORDER BY submit_time, cluster, job_id, \"user\", start_time, end_time, "
             f"run_s) - 1 AS _row, {columns} FROM {jobs})")
 

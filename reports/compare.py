@@ -58,10 +58,10 @@ def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
     """Analyse each of `names`, write their results folders and the compare report into `out_dir`;
     returns the path of `report.html` and the report."""
     from ddlx.analysis.runner import run_analysis
-    from ddlx.datasets.synthetic import home_with_jobs
-    from ddlx.reports.render import write_report_files
     from ddlx.atomic import replace_folder
+    from ddlx.datasets.synthetic import home_with_jobs
     from ddlx.errors import storage_error
+    from ddlx.reports.render import write_report_files
     from ddlx.reports.results import check_results_folder, write_results_into
 
     names = check_names(names)

@@ -23,10 +23,15 @@ from markupsafe import Markup
 from ddlx.analysis.model import AnalysisResult
 from ddlx.atomic import write_text_atomic
 from ddlx.reports import charts
-from ddlx.reports.text import json_value
 from ddlx.reports.report import (
-    SYNTHETIC_BANNER, Report, build_report, column_unit, display, display_with_unit,
+    SYNTHETIC_BANNER,
+    Report,
+    build_report,
+    column_unit,
+    display,
+    display_with_unit,
 )
+from ddlx.reports.text import json_value
 
 #: The files a report is written as, in its folder.
 REPORT_FILES = {"html": "report.html", "markdown": "report.md", "json": "report.json"}

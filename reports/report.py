@@ -30,7 +30,13 @@ from ddlx.analysis.definitions import get_definition
 from ddlx.analysis.model import AnalysisResult, ModuleResult, ResultTable, table_file
 from ddlx.datasets.sqltext import sql_string
 from ddlx.reports.charts import (
-    MAX_CDF_POINTS, MAX_CHART_POINTS, MAX_LINE_POINTS, MIN_LINE_POINTS, drop_flat_runs, min_max_decimate, thin_cdf,
+    MAX_CDF_POINTS,
+    MAX_CHART_POINTS,
+    MAX_LINE_POINTS,
+    MIN_LINE_POINTS,
+    drop_flat_runs,
+    min_max_decimate,
+    thin_cdf,
 )
 from ddlx.reports.text import format_value
 

@@ -20,10 +20,18 @@ import polars as pl
 
 from ddlx.simulate.engine import Schedule, simulate_policy
 from ddlx.simulate.policies import LAS_THRESHOLDS_GPU_S, POLICIES, Policy, las_policy, resolve_policies
-from ddlx.simulate.results import (SIMULATION_DEFINITIONS, PolicyResult, SimulationReport, summarize,
-                                   write_json)
-from ddlx.simulate.workload import (EXCLUSION_REASONS, GPU_UNITS_PER_GPU, Capacity, SimulationError, Workload,
-                                    build_workload, load_workload, trace_capacity, workload_from_arrays)
+from ddlx.simulate.results import SIMULATION_DEFINITIONS, PolicyResult, SimulationReport, summarize, write_json
+from ddlx.simulate.workload import (
+    EXCLUSION_REASONS,
+    GPU_UNITS_PER_GPU,
+    Capacity,
+    SimulationError,
+    Workload,
+    build_workload,
+    load_workload,
+    trace_capacity,
+    workload_from_arrays,
+)
 
 __all__ = [
     "EXCLUSION_REASONS", "GPU_UNITS_PER_GPU", "LAS_THRESHOLDS_GPU_S", "POLICIES", "SIMULATION_DEFINITIONS",

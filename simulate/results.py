@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ddlx.atomic import write_text_atomic
-
 from ddlx.analysis.definitions import Definition
+from ddlx.atomic import write_text_atomic
 from ddlx.simulate.engine import Schedule
 from ddlx.simulate.policies import Policy
 from ddlx.simulate.workload import EXCLUSION_REASONS, GPU_UNITS_PER_GPU, Workload

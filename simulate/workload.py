@@ -21,7 +21,6 @@ import numpy as np
 import polars as pl
 
 from ddlx.analysis.context import TraceContext
-
 from ddlx.datasets.sqltext import sql_string
 from ddlx.errors import DdlxError
 

@@ -4,6 +4,7 @@ and helpers to run the CLI in-process exactly as a user would."""
 from __future__ import annotations
 
 import io
+import os
 import sys
 import tarfile
 from pathlib import Path
@@ -11,7 +12,9 @@ from pathlib import Path
 import pytest
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-SHARED_TRACES = SHARED / "traces"
+#: The folder of larger real trace files some tests read in place: `$DDLX_SHARED_TRACES`, else
+#: `../shared/traces` beside the repo. Tests that need it skip where it is absent.
+SHARED_TRACES = Path(os.environ.get("DDLX_SHARED_TRACES") or SHARED / "traces")
 
 #: Marks a test that reads the real trace files of ../shared/traces (skipped where they are absent).
 needs_shared_traces = pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is not beside the repo")

@@ -16,8 +16,7 @@ from ddlx.analysis.definitions import Definition, registry
 from ddlx.analysis.model import AnalysisResult, ModuleResult
 from ddlx.analysis.modules import MODULES, load
 from ddlx.analysis.runner import UnknownModuleError, resolve_modules, run_analysis
-from ddlx.errors import DdlxError
-from ddlx.errors import StorageError
+from ddlx.errors import DdlxError, StorageError
 from ddlx.reports.results import write_results
 from tests.conftest import assert_clean_failure
 

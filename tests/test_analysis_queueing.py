@@ -19,7 +19,7 @@ from ddlx.analysis.context import TraceContext, open_trace
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
-from tests.conftest import SHARED_TRACES, row_where, write_pai_release, needs_shared_traces
+from tests.conftest import SHARED_TRACES, needs_shared_traces, row_where, write_pai_release
 
 V2023_DIR = SHARED_TRACES / "alibaba-gpu-v2023"
 POLLUX = SHARED_TRACES / "philly" / "pollux_philly_jobs.csv"

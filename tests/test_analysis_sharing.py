@@ -22,7 +22,7 @@ from ddlx.datasets import pai_schema
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
 from ddlx.reports.results import write_results
-from tests.conftest import SHARED_TRACES, write_pai_release, needs_shared_traces
+from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
 
 REAL_V2023 = SHARED_TRACES / "alibaba-gpu-v2023"
 
@@ -101,7 +101,8 @@ def test_pai_instances_running_at_once_per_machine(pai_home: Path) -> None:
     assert hours[("P100", 1)] == pytest.approx(97055 / 3600)
     assert hours[("CPU", 1)] == pytest.approx(560 / 3600)
     assert len(hours) == 3 + 2 + 3 + 2 + 2  # all 0-2, CPU 0-1, T4 0-2, V100 0-1, P100 0-1
-    busy = {r["running_instances"]: r["busy_time_share"] for r in frame.filter(pl.col("machine_gpu_type") == "all").to_dicts()}
+    busy = {r["running_instances"]: r["busy_time_share"]
+            for r in frame.filter(pl.col("machine_gpu_type") == "all").to_dicts()}
     assert busy[0] is None and busy[2] == pytest.approx(level2 / (level1 + level2))
     assert result.finding("colocated_busy_time_share").value == pytest.approx(level2 / (level1 + level2))
     # machine_num_worker of the two metric rows: 2.0 and 1.0 -> median 1.5

@@ -27,7 +27,7 @@ from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import DdlxError
-from tests.conftest import SHARED_TRACES, write_pai_release, needs_shared_traces
+from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
 from tests.test_philly_ingest import GPU_HEADER, write_philly_release
 
 REAL_V2023 = SHARED_TRACES / "alibaba-gpu-v2023"

@@ -185,7 +185,8 @@ def test_predict_and_simulate_without_data_use_the_synthetic_sample(cli, tmp_pat
 
     con = duckdb.connect(str(home / "samples" / "pai-synthetic" / "catalog.duckdb"), read_only=True)
     gpus = con.sql("SELECT sum(cap_gpu) FROM pai_machine_spec").fetchall()[0][0]
-    expected = con.sql(f"""SELECT count(*) FROM jobs WHERE submit_time >= '{card["split"]["test_from_utc"]}'::TIMESTAMPTZ
+    expected = con.sql("SELECT count(*) FROM jobs WHERE submit_time >= "
+                       f"""'{card["split"]["test_from_utc"]}'::TIMESTAMPTZ
         AND num_gpus > 0 AND num_gpus <= {gpus} AND run_s > 0""").fetchall()[0][0]
     con.close()
     assert document["capacity"]["gpus"] == gpus

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import tree_digest
 from ddlx.analysis.context import open_trace
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
 from ddlx.datasets.store import PENDING_MARKER, RETIRED_MARKER
 from ddlx.datasets.synthetic import write_synthetic_release
+from tests.conftest import tree_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.name != "posix", reason="POSIX file systems and signals")]
 
@@ -133,10 +133,12 @@ def test_ingest_on_a_full_disk_keeps_the_previous_state_at_every_step(pai_small:
         assert jobs_count(home) == jobs
         versions = [p for p in (home / "store" / "pai").iterdir() if not p.name.startswith(".")]
         assert len(versions) == 1, versions  # no orphan, no leftover once the run is over
+    print(f"{outcomes=}")  # shown with pytest -s: the evidence of each run
     assert "old" in outcomes and outcomes[-1] == "new", outcomes
 
 
-def test_a_file_size_limit_while_writing_the_catalog_keeps_the_previous_catalog(pai_small: Path, tmp_path: Path) -> None:
+def test_a_file_size_limit_while_writing_the_catalog_keeps_the_previous_catalog(pai_small: Path,
+                                                                                  tmp_path: Path) -> None:
     """The catalog file is the last thing an ingest writes: a limit just under its size fails there."""
     home = tmp_path / "home"
     ingest("pai", pai_small, home)
@@ -164,8 +166,8 @@ def test_import_on_a_full_disk_keeps_the_previous_state(small_disk: SmallDisk, t
     rows = 40_000
     table.write_text("submitted,runtime,n_gpu,owner\n" +
                      "".join(f"{1_600_000_000 + 7 * i},{60 + i % 3600},{i % 8},user{i % 97}\n" for i in range(rows)))
-    args = ("datasets", "import", "mine", "--from", table, "--map", "submit=submitted,duration=runtime,gpus=n_gpu,user=owner",
-            "--data-home", home)
+    args = ("datasets", "import", "mine", "--from", table,
+            "--map", "submit=submitted,duration=runtime,gpus=n_gpu,user=owner", "--data-home", home)
     assert run_ddlx(*args).returncode == 0
     assert jobs_count(home) == rows
     outcomes = []
@@ -182,10 +184,12 @@ def test_import_on_a_full_disk_keeps_the_previous_state(small_disk: SmallDisk, t
             assert tree_digest(home) == before
             outcomes.append("old")
         assert jobs_count(home) == rows
+    print(f"{outcomes=}")  # shown with pytest -s: the evidence of each run
     assert "old" in outcomes and "new" in outcomes, outcomes
 
 
-def test_analyze_on_a_full_disk_keeps_the_previous_results(pai_small: Path, small_disk: SmallDisk, tmp_path: Path) -> None:
+def test_analyze_on_a_full_disk_keeps_the_previous_results(pai_small: Path, small_disk: SmallDisk,
+                                                            tmp_path: Path) -> None:
     home = tmp_path / "home"
     ingest("pai", pai_small, home)
     out = small_disk.root / "results"
@@ -205,6 +209,7 @@ def test_analyze_on_a_full_disk_keeps_the_previous_results(pai_small: Path, smal
             assert tree_digest(out) == before
             outcomes.append("old")
         assert not [p for p in small_disk.root.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
+    print(f"{outcomes=}")  # shown with pytest -s: the evidence of each run
     assert "old" in outcomes and outcomes[-1] == "new", outcomes
 
 
@@ -254,6 +259,7 @@ def test_kills_during_analyze_leave_the_old_or_the_new_results_folder(pai_small:
     _timed(old_args)
     assert set(tree_digest(out)) == old_names
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".results")]
+    print(f"{states=}")  # shown with pytest -s: the evidence of each run
     assert "old" in states, states
 
 
@@ -264,13 +270,13 @@ def test_kills_during_ingest_leave_the_old_or_the_new_catalog(pai_small: Path, t
     args = ["datasets", "ingest", "pai", "--from", pai_small, "--data-home", home]
     touch_all(pai_small, 3 * 10**9)
     duration = _timed(args)
-    versions_seen = set()
+    versions_seen = []
     for step, fraction in enumerate((0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 1.0, 1.05)):
         touch_all(pai_small, (step + 4) * 10**9)
         before = catalog.read_registrations(home)["pai"].version
         _kill_after(args, duration * fraction)
         after = catalog.read_registrations(home)["pai"]
-        versions_seen.add("new" if after.version != before else "old")
+        versions_seen.append("new" if after.version != before else "old")
         assert jobs_count(home) == jobs  # readable, whole, and the same jobs either way
         assert not (after.store_dir / PENDING_MARKER).exists() or after.version != before
     touch_all(pai_small, 99 * 10**9)
@@ -279,6 +285,7 @@ def test_kills_during_ingest_leave_the_old_or_the_new_catalog(pai_small: Path, t
     assert sorted(p.name for p in (home / "store" / "pai").iterdir()) == [result.store_dir.name]
     assert not (result.store_dir / PENDING_MARKER).exists()
     assert jobs_count(home) == jobs
+    print(f"{versions_seen=}")  # shown with pytest -s: the evidence of each run
     assert "old" in versions_seen, versions_seen
 
 
@@ -290,13 +297,18 @@ def test_kills_during_import_leave_the_old_or_the_new_catalog(tmp_path: Path) ->
     args = ["datasets", "import", "mine", "--from", table, "--map", "submit=submitted,duration=runtime,gpus=n_gpu",
             "--data-home", home]
     duration = _timed(args)
+    states = []
     for step, fraction in enumerate((0.3, 0.6, 0.8, 0.9, 1.0)):
         os.utime(table, ns=((step + 2) * 10**9,) * 2)
+        before = catalog.read_registrations(home)["mine"].version
         _kill_after(args, duration * fraction)
+        states.append("new" if catalog.read_registrations(home)["mine"].version != before else "old")
         assert jobs_count(home) == rows
     os.utime(table, ns=(99 * 10**9,) * 2)
     assert subprocess.run([sys.executable, "-m", "ddlx", *map(str, args)], capture_output=True).returncode == 0
     assert len([p for p in (home / "store" / "mine").iterdir()]) == 1
+    print(f"{states=}")  # shown with pytest -s: the evidence of each run
+    assert "old" in states, states
 
 
 # --- readers and writers ---------------------------------------------------------------------------
@@ -364,7 +376,8 @@ def test_a_catalog_held_by_another_program_is_one_line(pai_small: Path, tmp_path
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "open"
-        for args in (["sql", "SELECT count(*) FROM jobs"], ["analyze", "pai-trace", "-m", "overview", "--out", tmp_path / "r"]):
+        for args in (["sql", "SELECT count(*) FROM jobs"],
+                     ["analyze", "pai-trace", "-m", "overview", "--out", tmp_path / "r"]):
             proc = run_ddlx(*args, "--data-home", home)
             assert_one_error_line(proc, "catalog.duckdb", "locked by another process")
     finally:

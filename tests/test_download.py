@@ -240,7 +240,7 @@ def test_already_present_good_file_makes_no_request(server: FakeServer, tmp_path
     dest = tmp_path / "data.bin"
     dest.write_bytes(PAYLOAD)
     calls: list[tuple[str, int, int | None]] = []
-    assert download_file(server.url("data.bin"), dest, sha256=PAYLOAD_SHA, 
+    assert download_file(server.url("data.bin"), dest, sha256=PAYLOAD_SHA,
                          progress=lambda *args: calls.append(args)) == dest
     # Without a published checksum, a matching size is enough.
     assert download_file(server.url("data.bin"), dest, sha256=None, size_bytes=len(PAYLOAD)) == dest

@@ -22,7 +22,7 @@ from ddlx.datasets import catalog
 from ddlx.datasets.imports import build_spec, import_dataset, parse_mapping
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import UnknownDatasetError
-from tests.conftest import SHARED_TRACES, write_pai_release, needs_shared_traces
+from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
 
 ITP_ARCHIVE = SHARED_TRACES / "itp-elasticflow" / "raw-traces.tar.gz"
 POLLUX = SHARED_TRACES / "philly" / "pollux_philly_jobs.csv"
@@ -120,7 +120,8 @@ JobID|JobName|User|Account|Partition|State|Submit|Start|End|AllocTRES|ReqTRES
 1002_1|sweep|bob|cv|gpu|FAILED|2024-03-01T11:00:00|2024-03-01T11:00:20|2024-03-01T11:10:20|cpu=4,gres/gpu:a100=1,mem=32000M,node=1|cpu=4,gres/gpu:a100=1,mem=32000M,node=1
 1002_2|sweep|bob|cv|gpu|TIMEOUT|2024-03-01T11:00:00|2024-03-01T11:01:00|2024-03-01T15:01:00|cpu=4,gres/gpu:a100=1,mem=32000M,node=1|cpu=4,gres/gpu:a100=1,mem=32000M,node=1
 1002_2.0|python||cv||CANCELLED|2024-03-01T11:01:05|2024-03-01T11:01:05|2024-03-01T15:01:00|cpu=4,gres/gpu:a100=1,mem=32000M,node=1|
-1003|pretrain|carol|nlp|gpu-large|CANCELLED by 0|2024-03-30T23:00:00|2024-03-31T01:30:00|2024-03-31T03:30:00|cpu=128,gres/gpu:a100=8,gres/gpu:h100=4,mem=1T,node=2|cpu=128,gres/gpu=12,mem=1T,node=2
+1003|pretrain|carol|nlp|gpu-large|CANCELLED by 0|2024-03-30T23:00:00|2024-03-31T01:30:00|2024-03-31T03:30:00|\
+cpu=128,gres/gpu:a100=8,gres/gpu:h100=4,mem=1T,node=2|cpu=128,gres/gpu=12,mem=1T,node=2
 1004|waiting|dave|cv|gpu|PENDING|2024-03-31T09:00:00|Unknown|Unknown||billing=2,cpu=2,gres/gpu=1,mem=8G,node=1
 1005|notebook|alice|nlp|cpu|RUNNING|2024-03-31T08:00:00|2024-03-31T08:00:10|Unknown|cpu=8,mem=512000K,node=1|cpu=8,mem=500M,node=1
 1006|cxl|bob|cv|gpu|CANCELLED by 1234|2024-03-02T07:00:00|None|2024-03-02T07:30:00||cpu=1,gres/gpu=1,mem=4G,node=1
@@ -297,7 +298,8 @@ def test_imported_rows_join_the_jobs_view_next_to_other_traces(cli, home: Path, 
 def test_options_are_checked_before_reading(home: Path) -> None:
     assert parse_mapping(" submit = a , gpus=b,,duration=c ") == {"submit": "a", "gpus": "b", "duration": "c"}
     spec = build_spec("x-1", preset="slurm", mapping="gpus=NGPU")
-    assert (spec.mapping["gpus"], spec.mapping["tres"], spec.delimiter, spec.time_unit) == ("NGPU", "AllocTRES", "|", "datetime")
+    assert (spec.mapping["gpus"], spec.mapping["tres"], spec.delimiter, spec.time_unit) == (
+        "NGPU", "AllocTRES", "|", "datetime")
     assert (spec.raw_table, spec.jobs_table) == ("x_1_job_table", "x_1_jobs")
     for name in ("pai", "pai_v2023", "Pai", "9lives", "a b"):
         with pytest.raises(UnknownDatasetError):

@@ -10,10 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import assert_clean_failure
-
 from tests.test_philly_ingest import CPU_ROWS, GPU_HEADER, GPU_ROWS, JOBS, MACHINE_ROWS, write_philly_release
-
-
 
 
 @pytest.fixture(scope="module")

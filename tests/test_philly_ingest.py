@@ -91,7 +91,8 @@ def release_files(overrides: dict[str, bytes] | None = None) -> dict[str, bytes]
         "cluster_gpu_util": ("\n".join([GPU_HEADER, *GPU_ROWS]) + "\n").encode(),
         "cluster_cpu_util": ("\n".join(["time,machine_id,cpu_util", *CPU_ROWS]) + "\n").encode(),
         "cluster_mem_util": ("\n".join(["time,machine_id,mem_total,mem_free", *MEM_ROWS]) + "\n").encode(),
-        "cluster_machine_list": ("\n".join(["machineId, number of GPUs, single GPU mem", *MACHINE_ROWS]) + "\n").encode(),
+        "cluster_machine_list":
+            ("\n".join(["machineId, number of GPUs, single GPU mem", *MACHINE_ROWS]) + "\n").encode(),
     }
     files.update(overrides or {})
     return files
@@ -137,7 +138,8 @@ def _rows(home: Path, sql: str) -> list[dict]:
 
 def test_job_log_rows_and_nested_attempts(philly_home: Path) -> None:
     rows = {r["jobid"]: r for r in _rows(philly_home, "SELECT jobid, \"user\", vc, status, num_attempts, "
-                                                       "epoch(submitted_time) AS submit_s, attempts FROM philly_job_log")}
+                                                       "epoch(submitted_time) AS submit_s, attempts "
+                                                       "FROM philly_job_log")}
     assert sorted(rows) == [job["jobid"] for job in JOBS]
     assert {j: r["num_attempts"] for j, r in rows.items()} == {
         "app_01": 1, "app_02": 2, "app_03": 0, "app_04": 1, "app_05": 2, "app_06": 1, "app_07": 1}
@@ -216,7 +218,8 @@ def test_utilisation_rows_in_utc(philly_home: Path) -> None:
         (utc("2017-12-01 18:00:00"), "m9"),
     ]
     # The suffix tells the two 01:30 apart: PDT is the first (fold 0), PST the second (fold 1).
-    assert gpu[1]["t"] == pacific("2017-11-05 01:30:00", fold=0) and gpu[3]["t"] == pacific("2017-11-05 01:30:00", fold=1)
+    assert (gpu[1]["t"] == pacific("2017-11-05 01:30:00", fold=0)
+            and gpu[3]["t"] == pacific("2017-11-05 01:30:00", fold=1))
     # GPU fields with a number: NA (offline) and empty (no such GPU) both count as none.
     assert [r["gpus_reporting"] for r in gpu] == [8, 1, 8, 2, 0, 1]
     assert (gpu[1]["gpu0_util"], gpu[1]["gpu1_util"], gpu[1]["gpu7_util"]) == (10.5, None, None)
@@ -253,7 +256,8 @@ def test_validation_checks_and_figures(philly_home: Path) -> None:
         ("philly_jobs", "jobs whose attempts differ in GPU count (num_gpus: the largest)"): 2,  # app_02, app_05
         ("philly_gpu_util", "rows where no GPU reports a number (all NA or empty)"): 1,  # m8a PST
         # m2a PDT (1 of 2 listed) and m8a PST (0 of 8); m8b reports more than listed; m9 is not listed.
-        ("philly_gpu_util", "rows where fewer GPUs report a number than the machine list gives (some NA, i.e. offline)"): 2,
+        ("philly_gpu_util",
+         "rows where fewer GPUs report a number than the machine list gives (some NA, i.e. offline)"): 2,
         ("philly_gpu_util", "rows with a GPU above 100 %"): 1,  # m9 100.5
         ("philly_gpu_util", "rows for machines not in the machine list"): 1,
         ("philly_cpu_util", "rows with cpu_util NA (offline)"): 1,
@@ -267,7 +271,8 @@ def test_validation_checks_and_figures(philly_home: Path) -> None:
     assert figures["GPUs in the machine list (sum of num_gpus)"] == 2 + 2 + 8 + 2
     assert figures["machines in the machine list"] == 4
     # Most GPU fields with a number in one row: m2a 2 (10.5,NA then 20,30), m8a 8 (then all NA), m8b 8, m9 1.
-    assert figures["GPUs seen in the utilisation log (per machine, most GPUs with a number in one row)"] == 2 + 8 + 8 + 1
+    assert (figures["GPUs seen in the utilisation log (per machine, most GPUs with a number in one row)"]
+            == 2 + 8 + 8 + 1)
     assert figures["machines in the utilisation log"] == 4
     assert figures["GPUs seen in the utilisation log minus GPUs in the machine list"] == 19 - 14
     assert figures["machines with more GPUs in the utilisation log than in the machine list"] == 1  # m8b
@@ -318,5 +323,6 @@ def test_real_machine_list_read_in_place(tmp_path: Path) -> None:
                                       "FROM philly_machine_list GROUP BY ALL")
     assert {r["gpu_mem_gb"]: (r["machines"], r["gpus"]) for r in stored} == {
         size: (machines[size], gpus[size]) for size in machines}
-    figures = {f["figure"]: f["value"] for f in catalog.read_registrations(tmp_path / "home")["philly"].manifest["figures"]}
+    figures = {f["figure"]: f["value"]
+               for f in catalog.read_registrations(tmp_path / "home")["philly"].manifest["figures"]}
     assert figures["GPUs in the machine list (sum of num_gpus)"] == sum(gpus.values())

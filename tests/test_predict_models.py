@@ -15,11 +15,16 @@ import pytest
 
 from ddlx.datasets import catalog
 from ddlx.datasets.imports import import_dataset
-from ddlx.predict import ModelFileError, PredictError, load_predictor, train
-from ddlx.predict import metrics
+from ddlx.predict import ModelFileError, PredictError, load_predictor, metrics, train
 from ddlx.predict.artifacts import CARD_FILE, MODEL_FILE
-from ddlx.predict.models import (TrainSettings, baseline_predictions, category_codes, feature_matrix,
-                                 time_split, window_labels)
+from ddlx.predict.models import (
+    TrainSettings,
+    baseline_predictions,
+    category_codes,
+    feature_matrix,
+    time_split,
+    window_labels,
+)
 
 # -- metrics ---------------------------------------------------------------------------------
 

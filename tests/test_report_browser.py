@@ -2,14 +2,16 @@
 data, no console error, no request but the file itself, and names from a trace shown as text with
 no script run. A screenshot of each page is saved under the test's tmp_path (its path printed).
 
-These tests need /usr/bin/chromium (Debian package `chromium`) and the `playwright` package; they
-skip without them unless DDLX_REQUIRE_BROWSER=1 (CI), where they fail instead.
+These tests need Chromium (`$DDLX_CHROMIUM`, else `chromium` on PATH: Debian's package `chromium`)
+and the `playwright` package; they skip without them unless DDLX_REQUIRE_BROWSER=1 (CI), where they
+fail instead.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from tests.test_report_model import import_lab
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("DDLX_CHROMIUM") or shutil.which("chromium") or "chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 XSS_USER = "<script>alert(1)</script>"
@@ -37,7 +39,7 @@ AMPERSAND = "R&D &amp; co"  # shown as written, not read as an entity
 
 def _missing_browser() -> str | None:
     if not CHROMIUM.is_file():
-        return f"{CHROMIUM} is missing (apt-get install -y chromium)"
+        return f"{CHROMIUM} is missing (apt-get install -y chromium, or set DDLX_CHROMIUM)"
     if importlib.util.find_spec("playwright") is None:
         return "the playwright package is missing (pip install playwright; never `playwright install`)"
     return None

@@ -23,9 +23,9 @@ from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.catalog import read_registrations
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
+from ddlx.datasets.synthetic import home_with_jobs
 from ddlx.errors import CatalogError
 from ddlx.reports import charts
-from ddlx.datasets.synthetic import home_with_jobs
 from ddlx.reports.compare import CompareError, build_compare_report, check_names
 from ddlx.reports.report import MODULE_SECTIONS, build_report
 from ddlx.reports.results import write_results

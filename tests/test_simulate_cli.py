@@ -141,7 +141,8 @@ class _TablePredictor:
     def predict(self, jobs: pl.DataFrame) -> pl.DataFrame:
         self.seen = jobs
         return (jobs.select("job_id")
-                .with_columns(pl.col("job_id").replace_strict(self.predictions, default=None, return_dtype=pl.Float64).alias("pred_s"),
+                .with_columns(pl.col("job_id").replace_strict(self.predictions, default=None,
+                                                              return_dtype=pl.Float64).alias("pred_s"),
                               pl.lit("table-v1").alias("model_id"))
                 .sort("job_id", descending=True))
 

@@ -11,8 +11,16 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ddlx.simulate import (Capacity, SimulationError, build_workload, estimates_from_predictor, las_policy,
-                           resolve_policies, simulate, workload_from_arrays)
+from ddlx.simulate import (
+    Capacity,
+    SimulationError,
+    build_workload,
+    estimates_from_predictor,
+    las_policy,
+    resolve_policies,
+    simulate,
+    workload_from_arrays,
+)
 
 # The four-job workload used by most tests, on a 4-GPU cluster (job: submit s, GPUs, run s):
 #   A: 0, 2, 10    B: 1, 4, 2    C: 2, 2, 3    D: 3, 1, 1

@@ -20,7 +20,6 @@ import duckdb
 import pytest
 
 from ddlx.datasets.synth_acme import generate_acme
-
 from tests.conftest import SHARED_TRACES
 
 SCALE = 0.2

@@ -22,7 +22,6 @@ import polars as pl
 import pytest
 
 from ddlx.datasets.synth_helios import generate_helios
-
 from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 SCALE = 0.01

@@ -206,7 +206,8 @@ def test_no_orphans_across_tables(db: duckdb.DuckDBPyConnection) -> None:
         "metric without instance worker on that machine":
             "SELECT count(*) FROM machine_metric m ANTI JOIN instance i ON m.worker_name = i.worker_name "
             "AND m.machine = i.machine AND m.start_time = i.start_time AND m.end_time = i.end_time",
-        "group tag not a job's inst_id and user": "SELECT count(*) FROM group_tag ANTI JOIN job USING (inst_id, \"user\")",
+        "group tag not a job's inst_id and user":
+            "SELECT count(*) FROM group_tag ANTI JOIN job USING (inst_id, \"user\")",
         "GPU task on a machine of another type":
             "SELECT count(*) FROM instance i JOIN task t USING (job_name, task_name) "
             "JOIN machine_spec m USING (machine) WHERE t.gpu_type IS NOT NULL AND t.gpu_type <> m.gpu_type",
@@ -266,7 +267,8 @@ def test_machine_spec_at_scale_1_is_the_published_cluster(tmp_path: Path) -> Non
     con = duckdb.connect()
     with tarfile.open(path, "r:gz") as tar:
         tar.extract("pai_machine_spec.csv", tmp_path, filter="data")
-    con.execute(f"CREATE TABLE m AS SELECT * FROM {_read_csv_sql(tmp_path / 'pai_machine_spec.csv', 'pai_machine_spec')}")
+    con.execute("CREATE TABLE m AS SELECT * FROM "
+                f"{_read_csv_sql(tmp_path / 'pai_machine_spec.csv', 'pai_machine_spec')}")
     configs = dict(((t, c, m, g), n) for t, c, m, g, n in con.execute(
         "SELECT gpu_type, cap_cpu, cap_mem, cap_gpu, count(*) FROM m GROUP BY ALL").fetchall())
     assert configs == {

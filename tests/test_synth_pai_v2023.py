@@ -18,7 +18,6 @@ import polars as pl
 import pytest
 
 from ddlx.datasets.synth_pai_v2023 import generate_pai_v2023
-
 from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 SCALE = 1.0

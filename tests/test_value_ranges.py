@@ -165,11 +165,13 @@ def test_philly_job_log_refuses_non_json_literals_with_their_position(cli, tmp_p
     column = text.splitlines()[line - 1].index(literal) + 1
     result = cli("datasets", "ingest", "philly", "--from", _job_log(tmp_path, text), "--table", "philly_job_log",
                  "--data-home", tmp_path / "home")
-    assert_clean_failure(result, "cluster_job_log", f"line {line}", f"column {column}", f"{literal} is not a JSON value")
+    assert_clean_failure(result, "cluster_job_log", f"line {line}", f"column {column}",
+                         f"{literal} is not a JSON value")
 
 
 @pytest.mark.parametrize("change,field,needle", [
-    (lambda job: job["attempts"][0]["detail"][0].update(gpus=[["gpu0", "gpu1"]]), "gpus", "expected an array of GPU names"),
+    (lambda job: job["attempts"][0]["detail"][0].update(gpus=[["gpu0", "gpu1"]]), "gpus",
+     "expected an array of GPU names"),
     (lambda job: job.update(vc=7), "vc", "vc is the value 7; expected a string"),
     (lambda job: job.update(submitted_time="2099-01-01 00:00:00"), "submitted_time", "2010-01-01..2035-01-01 UTC"),
     (lambda job: job["attempts"][0].update(start_time="2005-01-01 00:00:00"), "start_time",
@@ -237,7 +239,8 @@ def test_acme_offset_of_no_real_zone_is_refused(cli, tmp_path: Path) -> None:
     assert_clean_failure(result, "trace_seren.csv", "line 2", "field 'start_time'", "+14:30")
 
 
-POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+POD_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+              "scheduled_time")
 
 
 @pytest.mark.parametrize("row,field,shown,accepted", [
@@ -290,8 +293,9 @@ def test_import_real_offsets_are_read(cli, tmp_path: Path) -> None:
 # -- output formats -----------------------------------------------------------------------------
 
 def test_non_finite_numbers_print_in_every_format(cli, pai_home: Path) -> None:
-    from ddlx.reports.text import format_json
     import polars as pl
+
+    from ddlx.reports.text import format_json
 
     query = "SELECT 'inf'::DOUBLE AS x, 'nan'::DOUBLE AS y, '-inf'::DOUBLE AS z"
     table = cli("sql", query, "--data-home", pai_home)

@@ -817,8 +817,8 @@ def name_cases() -> list[Case]:
     for number, name in enumerate(HOSTILE_NAMES):
         label = (name[:12] + f"..{len(name)}-chars") if len(name) > 20 else name
         label = "".join(c if c.isalnum() or c in "-_." else "_" for c in label) or "empty"
-        cases.append(Case(f"import-generic-name{number:02d}-{label}", "import-generic", clean, usage_error(repr(name)[:60]),
-                          name=name))
+        cases.append(Case(f"import-generic-name{number:02d}-{label}", "import-generic", clean,
+                          usage_error(repr(name)[:60]), name=name))
     return cases
 
 

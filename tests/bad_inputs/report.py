@@ -15,7 +15,8 @@ from collections import Counter, defaultdict
 GROUPS: list[tuple[str, str, str]] = [
     (r"archive-(cut|last)", r"accepted", "truncated archive accepted"),
     (r"archive-member-(traversal|absolute)", r"accepted", "archive member with ../ or absolute name used"),
-    (r"archive-member-(symlink|hardlink)", r"accepted", "symlink or hard-link member silently skipped (file treated as absent)"),
+    (r"archive-member-(symlink|hardlink)", r"accepted",
+     "symlink or hard-link member silently skipped (file treated as absent)"),
     (r"archive-member", r"lacks", "archive member refusal does not name the member"),
     (r"os-(directory|fifo)", r"accepted", "directory or FIFO in place of a file silently skipped"),
     (r"header-only", r"accepted", "header-only file accepted as zero rows"),
