@@ -52,14 +52,18 @@ def fsync_tree(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; when the block succeeds, flush it and rename it over
-    `path`. On any failure the temporary file is removed and `path` is untouched."""
+def atomic_file(path: Path, mode: int | None = None, durable: bool = True) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; when the block succeeds, give it `mode` (if set),
+    flush it to disk (`durable`; generated files that can be made again skip this) and rename it
+    over `path`. On any failure the temporary file is removed and `path` is untouched."""
     path = Path(path)
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:
         yield tmp
-        fsync_file(tmp)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        if durable:
+            fsync_file(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

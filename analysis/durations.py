@@ -308,14 +308,14 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     finished, censored = overall["finished_jobs"], overall["censored_jobs"]
     timed = finished + censored
     km_population = f"{timed:,} jobs that started ({censored:,} still running, censored)"
-    result.find("run_time_p50_km", "median run time (Kaplan-Meier, running jobs censored)",
-                overall["km_p50_s"], "s", "durations.kaplan_meier_runtime", km_population)
-    result.find("run_time_p90_km", "90th-percentile run time (Kaplan-Meier, running jobs censored)",
-                overall["km_p90_s"], "s", "durations.kaplan_meier_runtime", km_population)
-    result.find("run_time_p50_finished", "median run time of jobs that ended", overall["p50_s"], "s",
-                "durations.finished_runtime", f"{finished:,} jobs that ended")
-    result.find("censored_jobs", "jobs still running at the trace end (censored)", censored, "jobs",
-                "durations.censored_runtime", f"{timed:,} jobs that started")
-    result.find("censored_share", "share of started jobs still running at the trace end",
-                censored / timed, "fraction", "durations.censored_runtime", f"{timed:,} jobs that started")
+    result.add_finding("run_time_p50_km", "median run time (Kaplan-Meier, running jobs censored)",
+                       overall["km_p50_s"], "s", "durations.kaplan_meier_runtime", km_population)
+    result.add_finding("run_time_p90_km", "90th-percentile run time (Kaplan-Meier, running jobs censored)",
+                       overall["km_p90_s"], "s", "durations.kaplan_meier_runtime", km_population)
+    result.add_finding("run_time_p50_finished", "median run time of jobs that ended", overall["p50_s"], "s",
+                       "durations.finished_runtime", f"{finished:,} jobs that ended")
+    result.add_finding("censored_jobs", "jobs still running at the trace end (censored)", censored, "jobs",
+                       "durations.censored_runtime", f"{timed:,} jobs that started")
+    result.add_finding("censored_share", "share of started jobs still running at the trace end",
+                       censored / timed, "fraction", "durations.censored_runtime", f"{timed:,} jobs that started")
     return result

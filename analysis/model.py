@@ -71,8 +71,8 @@ class ModuleResult:
         self.tables.append(ResultTable(name, frame, tuple(definitions), row))
         return frame
 
-    def find(self, name: str, text: str, value: float | int | None, unit: str, definition: str,
-             population: str) -> None:
+    def add_finding(self, name: str, text: str, value: float | int | None, unit: str, definition: str,
+                    population: str) -> None:
         """Add a headline finding."""
         self.findings.append(Finding(name, text, value, unit, definition, population))
 

@@ -372,9 +372,9 @@ def analyze(ctx: TraceContext) -> ModuleResult:
                          "a definition of the PAI queueing delay")
         task = pai.filter(pl.col("definition") == PAI_TASK)
         if task.height:
-            result.find("task_queue_delay_p50", "median delay from PAI task start to its first instance",
-                        task["p50_s"][0], "s", PAI_TASK,
-                        f"{task['rows_with_value'][0]:,} tasks with a started instance")
+            result.add_finding("task_queue_delay_p50", "median delay from PAI task start to its first instance",
+                               task["p50_s"][0], "s", PAI_TASK,
+                               f"{task['rows_with_value'][0]:,} tasks with a started instance")
         else:
             result.skip(f"PAI task-to-first-instance delay ({PAI_TASK})",
                         "the catalog lacks pai_task_table or pai_instance_table")
@@ -391,25 +391,26 @@ def _findings(result: ModuleResult, c: dict, started: str, by_bucket: pl.DataFra
     """The module's headline lines."""
     one_gpu = by_bucket.filter((pl.col("gpu_bucket") == "1") & (pl.col("jobs_with_value") > 0))
     if one_gpu.height:
-        result.find("queue_delay_p50_1gpu", "median queueing delay of 1-GPU jobs", one_gpu["p50_s"][0], "s",
-                    QUEUE, f"{one_gpu['jobs_with_value'][0]:,} 1-GPU jobs with a queueing delay")
+        result.add_finding("queue_delay_p50_1gpu", "median queueing delay of 1-GPU jobs", one_gpu["p50_s"][0], "s",
+                           QUEUE, f"{one_gpu['jobs_with_value'][0]:,} 1-GPU jobs with a queueing delay")
     multi = by_bucket.filter(pl.col("gpu_bucket").is_in(["(4,8]", ">8"]) & (pl.col("jobs_with_value") > 0))
     if multi.height:
         largest = multi.tail(1)
         label = largest["gpu_bucket"][0]
-        result.find("queue_delay_p50_largest", f"median queueing delay of jobs asking for {label} GPUs",
-                    largest["p50_s"][0], "s", QUEUE, f"{largest['jobs_with_value'][0]:,} jobs with a queueing delay")
+        result.add_finding(
+            "queue_delay_p50_largest", f"median queueing delay of jobs asking for {label} GPUs", largest["p50_s"][0],
+            "s", QUEUE, f"{largest['jobs_with_value'][0]:,} jobs with a queueing delay")
     hour = over.filter((pl.col("gpu_bucket") == ALL) & (pl.col("threshold_s") == 3600.0))
     if hour.height:
-        result.find("wait_over_1h_share", "share of started jobs that waited longer than 1 h",
-                    hour["share_of_started"][0], "fraction", "queueing.wait_over_threshold", started)
-    result.find("never_started_share", "share of jobs that never started", (c["never"] or 0) / c["jobs"],
-                "fraction", QUEUE, f"{c['jobs']:,} jobs")
+        result.add_finding("wait_over_1h_share", "share of started jobs that waited longer than 1 h",
+                           hour["share_of_started"][0], "fraction", "queueing.wait_over_threshold", started)
+    result.add_finding("never_started_share", "share of jobs that never started", (c["never"] or 0) / c["jobs"],
+                       "fraction", QUEUE, f"{c['jobs']:,} jobs")
     pooled = shares.filter(pl.col("gpu_bucket") == ALL)
     if pooled.height and pooled["jobs_with_value"][0]:
-        result.find("wait_share_p50", "median share of completion time spent waiting", pooled["p50_share"][0],
-                    "fraction", "queueing.wait_share_of_completion",
-                    f"{pooled['jobs_with_value'][0]:,} finished jobs")
+        result.add_finding("wait_share_p50", "median share of completion time spent waiting", pooled["p50_share"][0],
+                           "fraction", "queueing.wait_share_of_completion",
+                           f"{pooled['jobs_with_value'][0]:,} finished jobs")
     for reference, label in ((CAPACITY, "capacity"), (PEAK, "peak allocation")):
         pooled_bins = load.filter((pl.col("reference") == reference) & (pl.col("cluster") == ALL_CLUSTERS))
         # The highest load bin that holds at least 1 % of the binned jobs (a handful of jobs at a
@@ -420,8 +421,8 @@ def _findings(result: ModuleResult, c: dict, started: str, by_bucket: pl.DataFra
             continue
         low, high = busiest["load_share_low"][0], busiest["load_share_high"][0]
         span = f"{low:.0%}-{high:.0%}" if high is not None else f"more than {low:.0%}"
-        result.find(f"queue_delay_p50_at_high_load_{reference}",
-                    f"median queueing delay at {span} of {label}",
-                    busiest["p50_s"][0], "s", "queueing.load_at_submit",
-                    f"{busiest['jobs_with_value'][0]:,} GPU jobs with a queueing delay in the highest "
-                    f"load bin holding at least {HEADLINE_BIN_SHARE:.0%} of the GPU jobs")
+        result.add_finding(f"queue_delay_p50_at_high_load_{reference}",
+                           f"median queueing delay at {span} of {label}",
+                           busiest["p50_s"][0], "s", "queueing.load_at_submit",
+                           f"{busiest['jobs_with_value'][0]:,} GPU jobs with a queueing delay in the highest "
+                           f"load bin holding at least {HEADLINE_BIN_SHARE:.0%} of the GPU jobs")

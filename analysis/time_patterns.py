@@ -127,8 +127,9 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     days = result.add("submissions_per_day", submissions_per_day(ctx), ("time_patterns.submissions",), day_row)
     if days.height:
         per_day = _jobs_per_trace_day(days)
-        result.find("submissions_per_day_p50", "median jobs submitted per day", per_day["jobs"].median(), "jobs",
-                    "time_patterns.submissions", f"{per_day.height:,} days from the first to the last submission")
+        result.add_finding(
+            "submissions_per_day_p50", "median jobs submitted per day", per_day["jobs"].median(), "jobs",
+            "time_patterns.submissions", f"{per_day.height:,} days from the first to the last submission")
 
     counts = recurring_counts(ctx)
     if not counts["tagged_jobs"]:
@@ -137,13 +138,13 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     result.add("recurring_group_sizes", group_sizes(ctx), ("time_patterns.recurring_job", "gpu_time.request_x_runtime"),
                "a range of jobs per recurring-job group")
     population = f"{counts['jobs']:,} jobs"
-    result.find("recurring_job_share", "share of jobs in a group of more than one job",
-                counts["recurring_jobs"] / counts["jobs"], "fraction", "time_patterns.recurring_job", population)
-    result.find("recurring_gpu_time_share", "share of GPU-time in groups of more than one job",
-                counts["recurring_gpu_hours"] / counts["gpu_hours"] if counts["gpu_hours"] else None, "fraction",
-                "time_patterns.recurring_job", f"{population}, their GPU-time")
-    result.find("recurring_groups", "recurring-job groups of more than one job", counts["recurring_groups"],
-                "groups", "time_patterns.recurring_job", f"{counts['groups']:,} groups")
+    result.add_finding("recurring_job_share", "share of jobs in a group of more than one job",
+                       counts["recurring_jobs"] / counts["jobs"], "fraction", "time_patterns.recurring_job", population)
+    result.add_finding("recurring_gpu_time_share", "share of GPU-time in groups of more than one job",
+                       counts["recurring_gpu_hours"] / counts["gpu_hours"] if counts["gpu_hours"] else None, "fraction",
+                       "time_patterns.recurring_job", f"{population}, their GPU-time")
+    result.add_finding("recurring_groups", "recurring-job groups of more than one job", counts["recurring_groups"],
+                       "groups", "time_patterns.recurring_job", f"{counts['groups']:,} groups")
     return result
 
 
@@ -161,8 +162,8 @@ def _week_findings(result: ModuleResult, week: pl.DataFrame) -> None:
         return
     weekend = week.filter(pl.col("hour_of_week") >= 120)["jobs"].sum()
     population = f"{total:,} jobs with a submission time"
-    result.find("weekend_submission_share", "share of jobs submitted on Saturday or Sunday (local time)",
-                weekend / total, "fraction", "time_patterns.hour_of_week", population)
+    result.add_finding("weekend_submission_share", "share of jobs submitted on Saturday or Sunday (local time)",
+                       weekend / total, "fraction", "time_patterns.hour_of_week", population)
     by_hour = week.group_by("hour").agg(pl.col("jobs").sum()).sort(["jobs", "hour"], descending=[True, False])
-    result.find("busiest_submit_hour", "local hour of day with most submissions (0-23)", by_hour["hour"][0],
-                "hour", "time_patterns.hour_of_week", population)
+    result.add_finding("busiest_submit_hour", "local hour of day with most submissions (0-23)", by_hour["hour"][0],
+                       "hour", "time_patterns.hour_of_week", population)

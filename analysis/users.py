@@ -134,10 +134,10 @@ def analyze(ctx: TraceContext) -> ModuleResult:
             if row["population"] == "users" and not c["gpu_users"]:
                 continue
             who = "GPU jobs" if row["population"] == "jobs" else "users"
-            result.find(f"top_{row['top_percent']}pct_{row['population']}_gpu_time_share",
-                        f"share of GPU-time used by the top {row['top_percent']} % of {who}",
-                        row["top_gpu_hours_share"], "fraction", "users.gpu_time_top_share",
-                        f"{row['members']:,} {who}")
+            result.add_finding(f"top_{row['top_percent']}pct_{row['population']}_gpu_time_share",
+                               f"share of GPU-time used by the top {row['top_percent']} % of {who}",
+                               row["top_gpu_hours_share"], "fraction", "users.gpu_time_top_share",
+                               f"{row['members']:,} {who}")
     if not c["users"]:
         result.skip("users: concentration over users and per-user summary", "the trace records no user")
         return result
@@ -145,7 +145,7 @@ def analyze(ctx: TraceContext) -> ModuleResult:
                ("users.user", "gpu_time.request_x_runtime", "queue_delay.submit_to_first_start",
                 "users.failed_share", "state.canonical"),
                f"a user among the {limit} with most GPU-hours")
-    result.find("users", "users", c["users"], "users", "users.user", "all jobs with a user")
-    result.find("gpu_users", "users with at least one GPU job", c["gpu_users"], "users", "users.user",
-                "all jobs with a user")
+    result.add_finding("users", "users", c["users"], "users", "users.user", "all jobs with a user")
+    result.add_finding("gpu_users", "users with at least one GPU job", c["gpu_users"], "users", "users.user",
+                       "all jobs with a user")
     return result

@@ -766,26 +766,26 @@ def _allocation(ctx: TraceContext, result: ModuleResult) -> None:
     row = next((r for r in candidates if r["capacity_source"] == source), candidates[0] if candidates else None)
     if row is not None:
         scope = "all clusters" if clusters > 1 else "the cluster"
-        result.find("allocated_gpus_mean", "mean allocated GPUs", row["mean_gpus"], "GPUs",
-                    "utilization.allocated_gpus_binned", f"{scope}, over the whole trace")
-        result.find("allocated_gpus_peak", "peak allocated GPUs", row["peak_gpus"], "GPUs",
-                    "utilization.allocated_gpus_binned", f"{scope}, over the whole trace")
+        result.add_finding("allocated_gpus_mean", "mean allocated GPUs", row["mean_gpus"], "GPUs",
+                           "utilization.allocated_gpus_binned", f"{scope}, over the whole trace")
+        result.add_finding("allocated_gpus_peak", "peak allocated GPUs", row["peak_gpus"], "GPUs",
+                           "utilization.allocated_gpus_binned", f"{scope}, over the whole trace")
         if ctx.open_jobs_run_to_end:
-            result.find("allocated_gpus_at_end", "GPUs still allocated at the trace end (jobs without an end)",
-                        row["end_gpus"], "GPUs", "utilization.allocated_gpus", f"{scope}, at the trace end")
+            result.add_finding("allocated_gpus_at_end", "GPUs still allocated at the trace end (jobs without an end)",
+                               row["end_gpus"], "GPUs", "utilization.allocated_gpus", f"{scope}, at the trace end")
         else:
             open_jobs = ctx.one_row(f"""SELECT count(*) AS jobs, coalesce(sum(num_gpus), 0) AS gpus FROM {ctx.jobs}
                                         WHERE start_time IS NOT NULL AND end_time IS NULL AND num_gpus > 0""")
             population = (f"{scope}: GPU jobs that started and have no end ({open_jobs['jobs']:,} jobs), "
                           "left out of allocated GPUs")
-            result.find("unplaced_open_job_gpus", "GPUs asked for by started jobs with no logged end",
-                        open_jobs["gpus"], "GPUs", "utilization.allocated_gpus", population)
+            result.add_finding("unplaced_open_job_gpus", "GPUs asked for by started jobs with no logged end",
+                               open_jobs["gpus"], "GPUs", "utilization.allocated_gpus", population)
         if source and row["capacity_source"] == source:
             population = f"{scope}, against capacity.{source} ({row['capacity_gpus']:,.0f} GPUs on average)"
-            result.find("allocated_share_mean", "mean allocated GPUs as a share of capacity", row["mean_share"],
-                        "fraction", "utilization.allocated_share_of_capacity", population)
-            result.find("allocated_share_peak", "peak allocated GPUs as a share of capacity", row["peak_share"],
-                        "fraction", "utilization.allocated_share_of_capacity", population)
+            result.add_finding("allocated_share_mean", "mean allocated GPUs as a share of capacity", row["mean_share"],
+                               "fraction", "utilization.allocated_share_of_capacity", population)
+            result.add_finding("allocated_share_peak", "peak allocated GPUs as a share of capacity", row["peak_share"],
+                               "fraction", "utilization.allocated_share_of_capacity", population)
 
 
 def _series(ctx: TraceContext, result: ModuleResult, groups: tuple[str, ...], resolution: int, window: Window,
@@ -823,17 +823,17 @@ def _measured(ctx: TraceContext, result: ModuleResult) -> None:
         result.add("pai_machine_gpu_util_cdf", pai_machine_gpu_util_cdf(ctx), ("utilization.pai_machine_gpu_util",),
                    "a probability of the CDF over machine-metric rows")
         row = summary.filter(pl.col("measure") == "pai_machine_gpu_util").row(0, named=True)
-        result.find("pai_machine_gpu_util_p50", "median machine GPU utilisation while an instance ran",
-                    row["p50_pct"], "%", "utilization.pai_machine_gpu_util",
-                    f"{row['values']:,} machine-metric rows, {row['above_100']:,} of them above 100")
+        result.add_finding("pai_machine_gpu_util_p50", "median machine GPU utilisation while an instance ran",
+                           row["p50_pct"], "%", "utilization.pai_machine_gpu_util",
+                           f"{row['values']:,} machine-metric rows, {row['above_100']:,} of them above 100")
     elif has_sensor:
         result.skip("PAI machine GPU utilisation", "pai_machine_metric is not ingested")
     if has_philly:
         result.add("philly_gpu_minute_util_cdf", philly_gpu_minute_util_cdf(ctx, philly_counts),
                    ("utilization.philly_gpu_minute_util",), "a probability of the CDF over GPU-minutes")
         row = summary.filter(pl.col("measure") == "philly_gpu_minute_util").row(0, named=True)
-        result.find("philly_gpu_minute_util_p50", "median measured GPU utilisation over GPU-minutes",
-                    row["p50_pct"], "%", "utilization.philly_gpu_minute_util", f"{row['values']:,} GPU-minutes")
+        result.add_finding("philly_gpu_minute_util_p50", "median measured GPU utilisation over GPU-minutes",
+                           row["p50_pct"], "%", "utilization.philly_gpu_minute_util", f"{row['values']:,} GPU-minutes")
         _philly_jobs(ctx, result)
 
 
@@ -846,9 +846,9 @@ def _pai_instances(ctx: TraceContext, result: ModuleResult, instances: str, summ
     result.add("pai_instance_gpu_util_by_state", pai_instance_gpu_util_by(ctx, "state", instances),
                defs + ("state.canonical",), "a final state of the instances' jobs")
     row = summary.filter(pl.col("measure") == "pai_instance_gpu_util").row(0, named=True)
-    result.find("pai_instance_gpu_util_p50", "median GPU utilisation of GPU instances",
-                row["p50_pct"], "%", "utilization.pai_instance_gpu_util",
-                f"{row['values']:,} GPU instances with a sensor row")
+    result.add_finding("pai_instance_gpu_util_p50", "median GPU utilisation of GPU instances",
+                       row["p50_pct"], "%", "utilization.pai_instance_gpu_util",
+                       f"{row['values']:,} GPU instances with a sensor row")
 
 
 def _philly_jobs(ctx: TraceContext, result: ModuleResult) -> None:
@@ -866,8 +866,9 @@ def _philly_jobs(ctx: TraceContext, result: ModuleResult) -> None:
     result.add("philly_job_gpu_util_by_state", by_state, defs + ("state.canonical",), "a final state")
     median = cdf.filter(pl.col("probability") == 0.5)["gpu_util_pct"]
     if median.len():
-        result.find("philly_job_gpu_util_p50", "median of jobs' mean measured GPU utilisation", median.item(), "%",
-                    "utilization.philly_job_gpu_util", f"{jobs.height:,} jobs with GPU-minutes in the log")
+        result.add_finding(
+            "philly_job_gpu_util_p50", "median of jobs' mean measured GPU utilisation", median.item(), "%",
+            "utilization.philly_job_gpu_util", f"{jobs.height:,} jobs with GPU-minutes in the log")
 
 
 def _requests(ctx: TraceContext, result: ModuleResult) -> None:
@@ -884,11 +885,12 @@ def _requests(ctx: TraceContext, result: ModuleResult) -> None:
         label = row["resource"].upper()
         population = f"{row['tasks']:,} tasks with a {label} request and a sensor row"
         if row["resource"] in ("gpu", "cpu"):
-            result.find(f"{row['resource']}_over_request_share", f"share of tasks using less {label} than they request",
-                        row["over_requesting_share"], "fraction", "utilization.pai_task_over_request", population)
+            result.add_finding(
+                f"{row['resource']}_over_request_share", f"share of tasks using less {label} than they request",
+                row["over_requesting_share"], "fraction", "utilization.pai_task_over_request", population)
         if row["resource"] == "gpu":
-            result.find("gpu_usage_ratio_p50", "median share of its GPU request a task uses",
-                        row["p50_usage_ratio"], "fraction", "utilization.pai_task_usage_ratio", population)
+            result.add_finding("gpu_usage_ratio_p50", "median share of its GPU request a task uses",
+                               row["p50_usage_ratio"], "fraction", "utilization.pai_task_usage_ratio", population)
 
 
 def analyze(ctx: TraceContext) -> ModuleResult:

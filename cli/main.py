@@ -289,10 +289,10 @@ def analyze_dataset(
 def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str] | None,
              resolution: int | None, data_home: Path | None) -> None:
     from ddlx.analysis.runner import run_analysis
-    from ddlx.datasets.synthetic import home_with_jobs
+    from ddlx.datasets.synthetic import home_with_jobs_or_sample
 
     modules = _module_names(module)
-    home = home_with_jobs(_home(data_home), trace, force_sample, progress=_say)
+    home = home_with_jobs_or_sample(_home(data_home), trace, force_sample, progress=_say)
     result = run_analysis(home, trace, modules, progress=_say, options=_options(resolution))
     _render(result, out if out is not None else Path("ddlx-results") / f"{trace}-trace")
 

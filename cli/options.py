@@ -62,7 +62,7 @@ def jobs_source(trace: str | None, dataset: str | None, use_sample: bool,
     sample, as `ddlx analyze <trace>-trace` does; a dataset must be in the catalog.
     """
     from ddlx.datasets.registry import TRACES
-    from ddlx.datasets.synthetic import home_with_jobs
+    from ddlx.datasets.synthetic import home_with_jobs_or_sample
 
     if (trace is None) == (dataset is None):
         raise typer.BadParameter("give exactly one of --trace and --dataset", param_hint="--trace/--dataset")
@@ -71,4 +71,4 @@ def jobs_source(trace: str | None, dataset: str | None, use_sample: bool,
                                  "use --dataset for an imported one", param_hint="--trace")
     name = trace if trace is not None else dataset
     assert name is not None
-    return home_with_jobs(data_home(home), name, use_sample, progress=say), name
+    return home_with_jobs_or_sample(data_home(home), name, use_sample, progress=say), name

@@ -32,7 +32,7 @@ def compare(
 ) -> None:
     """Analyse each trace and write one report with the same metrics side by side."""
     from ddlx.reports.compare import CompareError, check_names, run_compare
-    from ddlx.reports.report import SYNTHETIC_BANNER
+    from ddlx.reports.model import SYNTHETIC_BANNER
 
     try:
         check_names(names)

@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ddlx.atomic import write_text_atomic
 from ddlx.datasets.archives import hash_file
 from ddlx.datasets.registry import TraceInfo
 from ddlx.errors import DownloadError
@@ -452,7 +453,5 @@ def record_first_seen(dest: Path) -> str:
     """
     digest = hash_file(dest).hexdigest()
     record = first_seen_path(dest)
-    tmp = record.with_name(record.name + ".tmp")
-    tmp.write_text(f"{digest}  {dest.name}\n")
-    os.replace(tmp, record)
+    write_text_atomic(record, f"{digest}  {dest.name}\n")
     return digest

@@ -22,6 +22,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from ddlx.atomic import atomic_file
+
 #: Default gzip level of generated archives (fast; the format is the same at every level).
 GZIP_LEVEL = 1
 #: Permissions of generated files (temp files are created 0o600).
@@ -150,28 +152,22 @@ def pack_tar_gz(members: Sequence[tuple[Path, str]], archive: Path, mtime: int,
     GNU tar format padded to 10,240-byte records, fixed metadata, so the bytes depend only on
     the contents. The source files are left in place.
     """
-    temp = temp_path_in(archive.parent, archive.name)
-    try:
-        with open(temp, "wb") as raw:
-            gz = GzipStream(raw, level)
-            written = 0
-            for path, name in members:
-                size = path.stat().st_size
-                gz.write(tar_header(name, size, mtime))
-                with open(path, "rb") as source:
-                    while block := source.read(COPY_BLOCK):
-                        gz.write(block)
-                padding = (-size) % tarfile.BLOCKSIZE
-                gz.write(b"\0" * padding)
-                written += tarfile.BLOCKSIZE + size + padding
-            end = written + 2 * tarfile.BLOCKSIZE
-            end += (-end) % tarfile.RECORDSIZE
-            gz.write(b"\0" * (end - written))
-            gz.close()
-        os.chmod(temp, ARCHIVE_FILE_MODE)
-        os.replace(temp, archive)
-    finally:
-        temp.unlink(missing_ok=True)
+    with atomic_file(archive, mode=ARCHIVE_FILE_MODE, durable=False) as temp, open(temp, "wb") as raw:
+        gz = GzipStream(raw, level)
+        written = 0
+        for path, name in members:
+            size = path.stat().st_size
+            gz.write(tar_header(name, size, mtime))
+            with open(path, "rb") as source:
+                while block := source.read(COPY_BLOCK):
+                    gz.write(block)
+            padding = (-size) % tarfile.BLOCKSIZE
+            gz.write(b"\0" * padding)
+            written += tarfile.BLOCKSIZE + size + padding
+        end = written + 2 * tarfile.BLOCKSIZE
+        end += (-end) % tarfile.RECORDSIZE
+        gz.write(b"\0" * (end - written))
+        gz.close()
 
 
 def pack_zip(members: Sequence[tuple[Path, str]], archive: Path, date_time: tuple[int, ...],
@@ -181,17 +177,12 @@ def pack_zip(members: Sequence[tuple[Path, str]], archive: Path, date_time: tupl
     Every entry carries `date_time` (year, month, day, hour, minute, second) and mode 0o644, so
     the bytes depend only on the contents. The source files are left in place.
     """
-    temp = temp_path_in(archive.parent, archive.name)
-    try:
-        with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
-            for path, name in members:
-                info = zipfile.ZipInfo(name, date_time=date_time)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.external_attr = (0o100000 | TAR_MEMBER_MODE) << 16
-                with open(path, "rb") as source, zf.open(info, "w", force_zip64=True) as target:
-                    while block := source.read(COPY_BLOCK):
-                        target.write(block)
-        os.chmod(temp, ARCHIVE_FILE_MODE)
-        os.replace(temp, archive)
-    finally:
-        temp.unlink(missing_ok=True)
+    with atomic_file(archive, mode=ARCHIVE_FILE_MODE, durable=False) as temp, \
+            zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
+        for path, name in members:
+            info = zipfile.ZipInfo(name, date_time=date_time)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (0o100000 | TAR_MEMBER_MODE) << 16
+            with open(path, "rb") as source, zf.open(info, "w", force_zip64=True) as target:
+                while block := source.read(COPY_BLOCK):
+                    target.write(block)

@@ -1,6 +1,6 @@
 """Charts of a report: thinning long series for drawing, and a report chart as a plotly figure.
 
-A report holds each chart as data (`ddlx.reports.report.Chart`); this module turns one into a
+A report holds each chart as data (`ddlx.reports.model.Chart`); this module turns one into a
 plotly figure (a JSON-ready dict) and serialises it so it can sit inside an HTML `<script>` block.
 Every string that reaches plotly is HTML-escaped first: plotly reads a few tags (`<b>`, `<br>`,
 `<a>`) in its text, and a user or VC name must be shown as written, never as markup.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from ddlx.reports.report import Chart
+    from ddlx.reports.model import Chart
 
 #: Points kept per series of a cumulative distribution.
 MAX_CDF_POINTS = 1000

@@ -19,7 +19,8 @@ from typing import Any
 
 from ddlx.analysis.model import AnalysisResult
 from ddlx.errors import DdlxError
-from ddlx.reports.report import Report, TraceInput, assemble
+from ddlx.reports.model import Report
+from ddlx.reports.report import TraceInput, assemble
 
 
 class CompareError(DdlxError):
@@ -59,14 +60,14 @@ def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
     returns the path of `report.html` and the report."""
     from ddlx.analysis.runner import run_analysis
     from ddlx.atomic import replace_folder
-    from ddlx.datasets.synthetic import home_with_jobs
+    from ddlx.datasets.synthetic import home_with_jobs_or_sample
     from ddlx.errors import storage_error
     from ddlx.reports.render import write_report_files
     from ddlx.reports.results import check_results_folder, write_results_into
 
     names = check_names(names)
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir(names)
-    homes = {name: home_with_jobs(Path(home), name, use_sample, progress) for name in names}
+    homes = {name: home_with_jobs_or_sample(Path(home), name, use_sample, progress) for name in names}
     results = [run_analysis(homes[name], name, modules, progress=progress, options=options) for name in names]
     report = build_compare_report(results)
 

@@ -23,14 +23,14 @@ from markupsafe import Markup
 from ddlx.analysis.model import AnalysisResult
 from ddlx.atomic import write_text_atomic
 from ddlx.reports import charts
-from ddlx.reports.report import (
+from ddlx.reports.model import (
     SYNTHETIC_BANNER,
     Report,
-    build_report,
     column_unit,
     display,
     display_with_unit,
 )
+from ddlx.reports.report import build_report
 from ddlx.reports.text import json_value
 
 #: The files a report is written as, in its folder.

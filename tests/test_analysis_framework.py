@@ -69,7 +69,7 @@ def test_a_definition_declared_twice_is_refused(monkeypatch: pytest.MonkeyPatch)
 
 def test_an_unknown_definition_id_is_a_programming_error() -> None:
     with pytest.raises(DdlxError, match="unknown metric definition"):
-        ModuleResult("overview").find("x", "x", 1, "jobs", "no.such.definition", "all jobs")
+        ModuleResult("overview").add_finding("x", "x", 1, "jobs", "no.such.definition", "all jobs")
 
 
 def test_overview_of_an_imported_dataset(imported: Path) -> None:

@@ -1,4 +1,4 @@
-"""The report object (`ddlx.reports.report`, `ddlx.reports.compare`): sections, headline numbers,
+"""The report object (`ddlx.reports.model`, `.report`, `.compare`): sections, headline numbers,
 charts as data and the query behind each, tables kept exact while long series are thinned,
 what did not apply, provenance and data quality; the compare report's alignment.
 
@@ -23,7 +23,7 @@ from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.catalog import read_registrations
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
-from ddlx.datasets.synthetic import home_with_jobs
+from ddlx.datasets.synthetic import home_with_jobs_or_sample
 from ddlx.errors import CatalogError
 from ddlx.reports import charts
 from ddlx.reports.compare import CompareError, build_compare_report, check_names
@@ -277,7 +277,7 @@ def test_compare_names_are_checked(tmp_path: Path) -> None:
     with pytest.raises(CompareError, match="named twice"):
         check_names(["pai", "pai-trace"])
     with pytest.raises(CatalogError, match="no jobs of 'nosuch'"):
-        home_with_jobs(tmp_path / "home", "nosuch")
+        home_with_jobs_or_sample(tmp_path / "home", "nosuch")
 
 
 def test_report_document_is_plain_json(lab: AnalysisResult) -> None:

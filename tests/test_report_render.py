@@ -23,8 +23,9 @@ from ddlx.cli.report import report_app
 from ddlx.datasets.synthetic import ensure_sample
 from ddlx.errors import CatalogError
 from ddlx.reports import charts
+from ddlx.reports.model import SYNTHETIC_BANNER
 from ddlx.reports.render import REPORT_FILES, render_html, render_markdown, write_report
-from ddlx.reports.report import SYNTHETIC_BANNER, build_report
+from ddlx.reports.report import build_report
 from ddlx.reports.results import write_results
 from tests.test_report_model import import_lab
 

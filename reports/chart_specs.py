@@ -1,0 +1,495 @@
+"""The charts of a report: how each result table is drawn, and the chart data drawn from it.
+
+Charts are data (`ddlx.reports.model.Chart`): kind, title, axis titles with units, definition ids,
+the series, the result table each was drawn from and a SQL query over the results folder that
+returns the plotted rows. The analysis modules do not expose their own SQL, so a chart shows that
+query, the table's row description and the definitions' text instead.
+
+`CHART_SPECS` declares, per (module, result table), how the table is drawn (`ChartSpec`);
+`build_chart` turns one spec and the traces' analysis results into a `Chart`, its long series
+thinned for drawing (`ddlx.reports.charts`, which also turns a `Chart` into a plotly figure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ddlx.analysis.model import AnalysisResult, ModuleResult, ResultTable, table_file
+from ddlx.datasets.sqltext import sql_string
+from ddlx.reports.charts import (
+    MAX_CDF_POINTS,
+    MAX_CHART_POINTS,
+    MAX_LINE_POINTS,
+    MIN_LINE_POINTS,
+    drop_flat_runs,
+    min_max_decimate,
+    thin_cdf,
+)
+from ddlx.reports.model import Chart, Series, Source, display, plain, slug
+
+if TYPE_CHECKING:
+    from ddlx.reports.report import TraceInput
+
+# --- charts declared per result table ---------------------------------------------------------
+
+Where = tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """How to draw one result table.
+
+    `measures` are (column, label) pairs: on the y axis, or on the x axis for a CDF (whose y is
+    the table's `probability`). `x` names the x column(s) (joined as one label when several).
+    `group` columns split the rows into series. `where` keeps rows (column = value; None keeps
+    NULL). `compare_where`: the rows drawn in a compare report, one series set per trace (None:
+    not drawn there). At most `max_series` groups are drawn, those with the largest `rank_by`
+    sum (default: the largest mean of the first measure). A compare report keeps the rows of both
+    `where` and `compare_where`.
+    """
+
+    module: str
+    table: str
+    kind: str
+    title: str
+    x_title: str
+    y_title: str
+    measures: tuple[tuple[str, str], ...]
+    x: tuple[str, ...] = ()
+    group: tuple[str, ...] = ()
+    where: Where = ()
+    compare_where: Where | None = None
+    in_trace: bool = True
+    x_log: bool = False
+    y_log: bool = False
+    x_percent: bool = False
+    y_percent: bool = False
+    x_scale: float = 1.0
+    max_series: int = 10
+    rank_by: str | None = None
+    key: str = ""
+    note: str = ""
+    null_label: str = "(none)"
+
+    @property
+    def chart_key(self) -> str:
+        return slug(self.module, self.table, self.key) if self.key else slug(self.module, self.table)
+
+
+P = "probability"
+BUCKET_X = "GPUs requested by the job (bucket)"
+
+CHART_SPECS: tuple[ChartSpec, ...] = (
+    # overview
+    ChartSpec("overview", "state_mix", "bar", "Final state of jobs: share of jobs and of GPU-time",
+              "final state", "share (%)", (("job_share", "jobs"), ("gpu_hours_share", "GPU-time")),
+              x=("state",), y_percent=True, compare_where=()),
+    ChartSpec("overview", "gpu_request_mix", "bar", "Jobs by GPUs requested", BUCKET_X,
+              "share of jobs (%)", (("job_share", "jobs"),), x=("gpu_bucket",), y_percent=True,
+              compare_where=()),
+    ChartSpec("overview", "gpu_request_mix", "bar", "GPU-time by GPUs requested", BUCKET_X,
+              "GPU-time requested (GPU-hours)", (("gpu_hours", "GPU-hours"),), x=("gpu_bucket",), key="gpu-hours"),
+    # utilization
+    ChartSpec("utilization", "allocation_by_cluster", "time",
+              "Allocated GPUs over time against capacity, per cluster", "time bin start (UTC)", "GPUs",
+              (("mean_gpus", "allocated (time-weighted mean)"), ("capacity_gpus", "capacity")),
+              x=("bin_start",), group=("cluster",)),
+    ChartSpec("utilization", "allocation_vs_capacity", "bar",
+              "Allocated GPUs as a share of capacity over the whole trace",
+              "cluster / capacity source", "share of capacity (%)",
+              (("mean_share", "time-weighted mean"), ("peak_share", "peak")),
+              x=("cluster", "capacity_source"), y_percent=True, compare_where=(), null_label="all clusters"),
+    ChartSpec("utilization", "allocation_by_gpu_type", "time", "Allocated GPUs over time per GPU type",
+              "time bin start (UTC)", "GPUs",
+              (("mean_gpus", "allocated (time-weighted mean)"), ("capacity_gpus", "capacity")),
+              x=("bin_start",), group=("cluster", "gpu_type"), max_series=8),
+    ChartSpec("utilization", "allocation_by_vc", "time",
+              "Allocated GPUs over time for the VCs with most GPUs allocated", "time bin start (UTC)",
+              "GPUs (time-weighted mean)", (("mean_gpus", "allocated"),), x=("bin_start",),
+              group=("cluster", "vc"), max_series=8),
+    ChartSpec("utilization", "allocation_hour_of_week", "line",
+              "Allocated GPUs by hour of the week (local time)", "hour of the week (0 = Monday 00:00)",
+              "GPUs (time-weighted mean)", (("mean_gpus", "allocated"),), x=("hour_of_week",),
+              group=("cluster",)),
+    ChartSpec("utilization", "pai_instance_gpu_util_cdf", "cdf",
+              "Measured GPU utilisation of PAI GPU instances (CDF)", "GPU utilisation (% of one GPU)",
+              "share of instances at or below x (%)", (("gpu_util_pct", "instances"),), y_percent=True,
+              compare_where=()),
+    ChartSpec("utilization", "pai_machine_gpu_util_cdf", "cdf",
+              "Machine GPU utilisation while a PAI instance ran (CDF)", "machine GPU utilisation (%)",
+              "share of machine-metric rows at or below x (%)", (("machine_gpu_pct", "rows"),),
+              y_percent=True, compare_where=()),
+    ChartSpec("utilization", "philly_gpu_minute_util_cdf", "cdf",
+              "Measured GPU utilisation per GPU-minute, Philly (CDF)", "GPU utilisation (%)",
+              "share of GPU-minutes at or below x (%)", (("gpu_util_pct", "GPU-minutes"),),
+              y_percent=True, compare_where=()),
+    ChartSpec("utilization", "philly_job_gpu_util_cdf", "cdf",
+              "Mean measured GPU utilisation per job, Philly (CDF)", "GPU utilisation (%)",
+              "share of jobs at or below x (%)", (("gpu_util_pct", "jobs"),), y_percent=True,
+              compare_where=()),
+    ChartSpec("utilization", "pai_usage_ratio_cdf", "cdf",
+              "Resource used over resource requested, per PAI task (CDF)",
+              "usage / request (ratio, log scale)", "share of tasks at or below x (%)",
+              (("usage_ratio", "tasks"),), group=("resource",), x_log=True, y_percent=True),
+    # queueing
+    ChartSpec("queueing", "cdf_by_gpu_bucket", "cdf", "Queueing delay by GPUs requested (CDF)",
+              "queueing delay (s, log scale)", "share of started jobs at or below x (%)",
+              (("queue_s", "delay"),), group=("gpu_bucket",), x_log=True, y_percent=True),
+    ChartSpec("queueing", "by_gpu_bucket", "bar", "Median queueing delay by GPUs requested", BUCKET_X,
+              "median queueing delay (s, log scale)", (("p50_s", "median"),), x=("gpu_bucket",),
+              y_log=True, compare_where=(), in_trace=False, key="compare"),
+    ChartSpec("queueing", "by_gpu_bucket", "bar", "Queueing delay quantiles by GPUs requested", BUCKET_X,
+              "queueing delay (s, log scale)", (("p50_s", "median"), ("p90_s", "90th percentile"),
+                                                ("p99_s", "99th percentile")),
+              x=("gpu_bucket",), y_log=True),
+    ChartSpec("queueing", "waits_over_thresholds", "line",
+              "Share of started jobs waiting longer than a threshold", "threshold (s, log scale)",
+              "share of started jobs (%)", (("share_of_started", "waited longer"),), x=("threshold_s",),
+              group=("gpu_bucket",), x_log=True, y_percent=True, compare_where=(("gpu_bucket", "all"),)),
+    ChartSpec("queueing", "cdf_by_gpu_type", "cdf", "Queueing delay of GPU jobs by GPU type (CDF)",
+              "queueing delay (s, log scale)", "share of started jobs at or below x (%)",
+              (("queue_s", "delay"),), group=("gpu_type",), x_log=True, y_percent=True),
+    ChartSpec("queueing", "cdf_by_vc", "cdf", "Queueing delay in the VCs with most jobs (CDF)",
+              "queueing delay (s, log scale)", "share of started jobs at or below x (%)",
+              (("queue_s", "delay"),), group=("cluster", "vc"), x_log=True, y_percent=True,
+              rank_by="jobs_with_value"),
+    ChartSpec("queueing", "by_submit_hour", "line", "Queueing delay by local hour of submission",
+              "hour of day of submission (local time)", "queueing delay (s, log scale)",
+              (("p50_s", "median"), ("p90_s", "90th percentile")), x=("submit_hour",), y_log=True,
+              compare_where=()),
+    ChartSpec("queueing", "by_load_at_submit", "line", "Median queueing delay against the cluster's load at submission",
+              "allocated GPUs at submission, share of the reference (bin start)", "median queueing delay (s)",
+              (("p50_s", "median"),), x=("load_share_low",), group=("reference", "cluster"),
+              x_percent=True, compare_where=(("cluster", "all clusters"),)),
+    # failures
+    ChartSpec("failures", "state_mix_by_gpu_bucket", "stack", "Final state by GPUs requested",
+              BUCKET_X, "share of the bucket's jobs (%)", (("job_share", "jobs"),), x=("gpu_bucket",),
+              group=("state",), y_percent=True),
+    ChartSpec("failures", "failure_rate_by_gpu_bucket", "bar", "Failed share of finished jobs by GPUs requested",
+              BUCKET_X, "share of finished jobs (%)",
+              (("failed_share", "failed"), ("failed_or_cancelled_share", "failed or cancelled")),
+              x=("gpu_bucket",), y_percent=True, compare_where=()),
+    ChartSpec("failures", "time_to_failure_cdf", "cdf", "Run time of failed jobs before they failed (CDF)",
+              "run time before failing (s, log scale)", "share of failed jobs at or below x (%)",
+              (("run_s", "failed jobs"),), group=("gpu_bucket",), x_log=True, y_percent=True,
+              compare_where=(("gpu_bucket", "all"),)),
+    ChartSpec("failures", "state_mix_by_user", "stack", "Final state of the jobs of the users with most GPU-time",
+              "user (by GPU-time, largest first)", "share of the user's jobs (%)", (("job_share", "jobs"),),
+              x=("user",), group=("state",), y_percent=True),
+    ChartSpec("failures", "state_mix_by_vc", "stack", "Final state of the jobs of the VCs with most GPU-time",
+              "cluster / VC (by GPU-time, largest first)", "share of the VC's jobs (%)", (("job_share", "jobs"),),
+              x=("cluster", "vc"), group=("state",), y_percent=True),
+    ChartSpec("failures", "attempts_per_job", "bar", "Scheduling attempts per job", "attempts",
+              "share of jobs (%)", (("job_share", "jobs"),), x=("attempts",), y_percent=True, compare_where=()),
+    # sharing
+    ChartSpec("sharing", "fractional_by_gpu_type", "bar",
+              "GPU jobs that share a GPU, by GPU type", "GPU type", "share (%)",
+              (("sharing_job_share", "of GPU jobs"), ("sharing_gpu_hours_share", "of GPU-time")),
+              x=("gpu_type",), y_percent=True, compare_where=(("gpu_type", "all"),)),
+    ChartSpec("sharing", "fraction_distribution", "bar", "GPUs asked for by one instance",
+              "GPUs per instance", "share of GPU instances (%)", (("instance_share", "instances"),),
+              x=("gpus_per_instance",), y_percent=True, compare_where=()),
+    ChartSpec("sharing", "colocation_distribution", "line",
+              "Instances running at once on a machine (share of machine-time)", "instances running at once",
+              "share of machine-time (%)", (("machine_time_share", "machine-time"),), x=("running_instances",),
+              group=("machine_gpu_type",), y_percent=True, max_series=8),
+    ChartSpec("sharing", "machine_num_worker_cdf", "cdf", "Workers on the machine, PAI machine metric (CDF)",
+              "workers on the machine", "share of rows at or below x (%)", (("value", "rows"),), y_percent=True),
+    ChartSpec("sharing", "gpu_memory_cdf", "cdf", "Peak GPU memory used, share of the device memory (CDF)",
+              "peak GPU memory used (share of the instance's device memory)", "share of instances at or below x (%)",
+              (("value", "instances"),), group=("gpu_type",), where=(("statistic", "peak"),),
+              x_percent=True, y_percent=True),
+    ChartSpec("sharing", "fragmentation_series", "line", "Free and fragmented GPU capacity during the replay",
+              "hours from the trace start", "GPUs",
+              (("free_partial_gpus", "free part of shared GPUs"), ("fragmented_gpus", "fragmented"),
+               ("expected_fragmented_gpus", "expected fragmented")),
+              x=("t_s",), x_scale=3600.0),
+    ChartSpec("sharing", "fragmentation_by_model", "bar", "Fragmented GPU capacity by GPU model (time-weighted mean)",
+              "GPU model", "GPUs", (("mean_fragmented_gpus", "fragmented"),
+                                    ("mean_expected_fragmented_gpus", "expected fragmented")),
+              x=("gpu_model",)),
+    # durations
+    ChartSpec("durations", "run_time_cdf_by_gpu_bucket", "cdf", "Run time of jobs that ended, by GPUs requested (CDF)",
+              "run time (s, log scale)", "share of ended jobs at or below x (%)", (("run_s", "ended jobs"),),
+              group=("gpu_bucket",), x_log=True, y_percent=True),
+    ChartSpec("durations", "run_time_cdf_by_gpu_bucket", "cdf",
+              "Run time of all jobs: ended jobs only against Kaplan-Meier with running jobs censored",
+              "run time (s, log scale)", "share of jobs at or below x (%)",
+              (("run_s", "ended jobs only"), ("run_s_km", "Kaplan-Meier")), where=(("gpu_bucket", "all"),),
+              x_log=True, y_percent=True, compare_where=(("gpu_bucket", "all"),), key="km"),
+    ChartSpec("durations", "run_time_survival_by_gpu_bucket", "line",
+              "Share of jobs running longer than a run time (Kaplan-Meier)", "run time (s, log scale)",
+              "share of jobs running longer (%)", (("survival_km", "Kaplan-Meier"),), x=("run_s",),
+              group=("gpu_bucket",), x_log=True, y_percent=True, compare_where=(("gpu_bucket", "all"),)),
+    ChartSpec("durations", "run_time_cdf_by_state", "cdf", "Run time by final state (CDF; running: run so far)",
+              "run time (s, log scale)", "share of jobs at or below x (%)", (("run_s", "jobs"),),
+              group=("state", "censored"), x_log=True, y_percent=True),
+    # users
+    ChartSpec("users", "lorenz_curves", "line", "Lorenz curves of GPU-time over jobs and over users",
+              "share of the population, least GPU-time first (%)", "share of its GPU-time (%)",
+              (("gpu_hours_share", "GPU-time"),), x=("population_share",), group=("population",),
+              x_percent=True, y_percent=True, compare_where=(("population", "users"),)),
+    ChartSpec("users", "gpu_time_top_shares", "bar", "GPU-time used by the top 1 % and 10 %",
+              "top percent of the population", "share of GPU-time (%)", (("top_gpu_hours_share", "GPU-time"),),
+              x=("top_percent",), group=("population",), y_percent=True,
+              compare_where=(("population", "users"),)),
+    ChartSpec("users", "top_users", "bar", "GPU-time of the users with most GPU-time",
+              "user (largest first)", "share of all GPU-time (%)", (("gpu_hours_share", "GPU-time"),),
+              x=("user",), y_percent=True),
+    # time patterns
+    ChartSpec("time_patterns", "submissions_by_hour_of_week", "line", "Submissions by hour of the week (local time)",
+              "hour of the week (0 = Monday 00:00)", "jobs submitted", (("jobs", "jobs"),), x=("hour_of_week",),
+              group=("cluster",)),
+    ChartSpec("time_patterns", "submissions_per_day", "time", "Submissions per day (local days)", "day",
+              "jobs submitted", (("jobs", "jobs"),), x=("day",), group=("cluster",)),
+    ChartSpec("time_patterns", "recurring_group_sizes", "bar", "Recurring-job groups by size",
+              "jobs per group (largest of the range)", "share (%)",
+              (("job_share", "of jobs"), ("gpu_hours_share", "of GPU-time")), x=("size_high",), y_percent=True,
+              compare_where=()),
+)
+
+
+# --- result tables ----------------------------------------------------------------------------
+
+def module_result(result: AnalysisResult, module: str) -> ModuleResult | None:
+    """The result of `module` in `result`; None when the module was not run."""
+    return next((m for m in result.modules if m.module == module), None)
+
+
+def table_source(item: TraceInput, module: str, table: ResultTable) -> Source:
+    """The `Source` naming `table` of `module` in one trace's results folder (for a chart or a table)."""
+    sql = getattr(table, "sql", None)
+    return Source(trace=item.result.trace, module=module, table=table.name,
+                  file=item.folder + table_file(module, table.name), rows=table.frame.height, row=table.row,
+                  definitions=list(table.definitions), module_sql=sql if isinstance(sql, str) else None)
+
+
+def _filter(frame: pl.DataFrame, where: Where) -> pl.DataFrame:
+    for column, value in where:
+        if column not in frame.columns:
+            return frame.clear()
+        frame = frame.filter(pl.col(column).is_null() if value is None else pl.col(column) == value)
+    return frame
+
+
+def _group_value(column: str, value: Any, null_label: str) -> Any:
+    """A group's value as named in a legend: NULL as `null_label`, a flag as its column's name."""
+    if value is None:
+        return null_label
+    if isinstance(value, bool):
+        return column if value else f"not {column}"
+    return value
+
+
+def _label(values: Sequence[Any], null_label: str = "(none)") -> str:
+    return " / ".join(null_label if v is None else display(plain(v)) if not isinstance(v, str) else v for v in values)
+
+
+def _axis_value(value: Any, scale: float) -> Any:
+    value = plain(value)
+    if scale != 1.0 and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value / scale
+    return value
+
+
+# --- building charts --------------------------------------------------------------------------
+
+def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) -> tuple[Chart | None, str | None]:
+    """The chart of `spec` over the traces of `inputs` that have its table; (None, note) when no
+    trace has values for it."""
+    where = tuple(dict.fromkeys(spec.where + (spec.compare_where or ()))) if compare else spec.where
+    cdf = spec.kind == "cdf"
+    bar = spec.kind in ("bar", "stack")
+    series: list[Series] = []
+    sources: list[Source] = []
+    notes: list[str] = []
+    colour_keys: dict[tuple[Any, ...], int] = {}
+    categories: list[Any] = []
+    lacking: list[str] = []
+    definitions: list[str] = []
+    for item in inputs:
+        trace = item.result.trace
+        module = module_result(item.result, spec.module)
+        table = None if module is None else next((t for t in module.tables if t.name == spec.table), None)
+        if table is None:
+            lacking.append(trace)
+            continue
+        frame = _filter(table.frame, where)
+        needed = [*spec.x, *spec.group, *(c for c, _ in spec.measures), *([P] if cdf else [])]
+        if any(c not in table.frame.columns for c in needed) or frame.height == 0:
+            lacking.append(trace)
+            continue
+        drawn_before = len(series)
+        groups = frame.partition_by(list(spec.group), maintain_order=True) if spec.group else [frame]
+        if len(groups) > spec.max_series:
+            groups = _top_groups(groups, spec)
+            notes.append(f"{trace}: the {spec.max_series} groups ({', '.join(spec.group)}) with the largest "
+                         f"{spec.rank_by or 'mean ' + spec.measures[0][0]} are drawn; the table has them all.")
+        for group in groups:
+            group_values = [_group_value(c, group[c][0], spec.null_label) for c in spec.group]
+            if not cdf and not bar:
+                group = group.sort(list(spec.x), nulls_last=True)
+            for index, (column, label) in enumerate(spec.measures):
+                if cdf:
+                    pairs = [(plain(v), plain(p)) for v, p in zip(group[column], group[P]) if v is not None]
+                    pairs.sort(key=lambda pair: (pair[0], pair[1]))
+                else:
+                    x_values = ([_label(row, spec.null_label) for row in group.select(spec.x).iter_rows()]
+                                if bar or len(spec.x) > 1
+                                else [_axis_value(v, spec.x_scale) for v in group[spec.x[0]]])
+                    pairs = [(x, plain(y)) for x, y in zip(x_values, group[column]) if x is not None]
+                if not pairs or all(y is None for _, y in pairs) or all(x is None for x, _ in pairs):
+                    continue
+                xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+                if bar:
+                    categories += [x for x in xs if x not in categories]
+                name_parts = ([trace] if compare else []) + ([_label(group_values)] if spec.group else [])
+                if len(spec.measures) > 1 or not name_parts:
+                    name_parts.append(label)
+                # Colour tells groups (and traces) apart, dashes the measures of a group; bars, and
+                # lines of one trace without groups, give each measure its own colour instead.
+                colour_key: tuple[Any, ...] = tuple(([trace] if compare else []) + group_values)
+                by_measure = len(spec.measures) > 1 and (bar or not colour_key)
+                if by_measure:
+                    colour_key += (column,)
+                colour = colour_keys.setdefault(colour_key, len(colour_keys))
+                series.append(Series(name=" · ".join(name_parts), trace=trace, x=xs, y=ys, rows=len(xs),
+                                     measure=column, dashed=(not bar and not by_measure and index > 0),
+                                     colour=colour, legend_group=" · ".join(str(k) for k in colour_key)))
+        if len(series) == drawn_before:
+            lacking.append(trace)
+            continue
+        sources.append(table_source(item, spec.module, table))
+        definitions += [d for d in table.definitions if d not in definitions]
+    notes += _thinning_notes(series, spec)
+    if not series:
+        if compare or sources:
+            return None, f"{spec.title}: no values to draw for {', '.join(lacking) or 'any trace'}."
+        return None, None
+    if compare and lacking:
+        notes.append(f"Not drawn for {', '.join(lacking)}: the trace has no values for this table "
+                     f"({spec.module}/{spec.table}; see what did not apply).")
+    drawn = {s.trace for s in series}
+    if spec.kind == "time" and any(_offset_times(trace) for trace in drawn):
+        notes.append("Alibaba v2023 times are offsets from an undisclosed start: its time axis starts at 1970-01-01.")
+    if spec.note:
+        notes.insert(0, spec.note)
+    chart = Chart(
+        id=slug("chart", spec.chart_key),
+        module=spec.module,
+        kind=spec.kind,
+        title=spec.title,
+        x_title=spec.x_title,
+        y_title=spec.y_title,
+        definitions=definitions,
+        series=series,
+        sources=sources,
+        query=chart_query(spec, sources, where, compare),
+        derivation=chart_derivation(spec, sources),
+        notes=notes,
+        x_log=spec.x_log,
+        y_log=spec.y_log,
+        x_type="date" if spec.kind == "time" else None,
+        x_percent=spec.x_percent,
+        y_percent=spec.y_percent,
+        x_categories=categories if bar else None,
+    )
+    return chart, None
+
+
+def _thin(series: Series, spec: ChartSpec, count: int) -> str | None:
+    """Thin `series` in place for drawing (bars never are): a CDF to `MAX_CDF_POINTS`; a line to
+    its share of `MAX_CHART_POINTS` (at most `MAX_LINE_POINTS`) when longer, first dropping the
+    inside points of runs of equal values (a straight line between their ends is the same). Returns
+    how it was thinned, or None when every row is drawn."""
+    if spec.kind in ("bar", "stack"):
+        return None
+    if spec.kind == "cdf":
+        series.x, series.y = thin_cdf(series.x, series.y, MAX_CDF_POINTS)
+        how = "evenly spaced probabilities"
+    else:
+        limit = max(MIN_LINE_POINTS, min(MAX_LINE_POINTS, MAX_CHART_POINTS // max(count, 1)))
+        if len(series.x) > limit:
+            series.x, series.y = drop_flat_runs(series.x, series.y)
+            series.x, series.y = min_max_decimate(series.x, series.y, limit)
+        how = "equal values in a row merged, then the smallest and largest value of each stretch of rows"
+    return how if series.rows > len(series.x) else None
+
+
+def _thinning_notes(series: Sequence[Series], spec: ChartSpec) -> list[str]:
+    notes = []
+    thinned = [(s, how) for s in series if (how := _thin(s, spec, len(series)))]
+    if thinned:
+        counts = "; ".join(f"{s.name}: {s.drawn:,} of {s.rows:,}" for s, _ in thinned)
+        notes.append(f"Points drawn ({thinned[0][1]}): {counts}. The table keeps every row.")
+    for log, axis in ((spec.x_log, "x"), (spec.y_log, "y")):
+        if not log:
+            continue
+        hidden = [s.name for s in series
+                  if any(isinstance(v, (int, float)) and v <= 0 for v in (s.x if axis == "x" else s.y))]
+        if hidden:
+            notes.append(f"Values at or below 0 cannot be drawn on the log {axis} axis (the table has them): "
+                         + ", ".join(hidden) + ".")
+    return notes
+
+
+def _offset_times(trace: str) -> bool:
+    from ddlx.datasets.registry import TRACES
+
+    known = TRACES.get(trace)
+    return known is not None and not known.wall_clock
+
+
+def _top_groups(groups: list[pl.DataFrame], spec: ChartSpec) -> list[pl.DataFrame]:
+    def weight(group: pl.DataFrame) -> float:
+        column = spec.rank_by or spec.measures[0][0]
+        values = group[column].drop_nulls()
+        if values.len() == 0:
+            return float("-inf")
+        return float(values.sum() if spec.rank_by else values.mean())
+
+    ranked = sorted(range(len(groups)), key=lambda i: -weight(groups[i]))[: spec.max_series]
+    return [groups[i] for i in sorted(ranked)]
+
+
+def _sql_literal(value: Any) -> str:
+    if isinstance(value, str):
+        return sql_string(value)
+    return repr(value)
+
+
+def chart_query(spec: ChartSpec, sources: Sequence[Source], where: Where, compare: bool) -> str:
+    """A DuckDB query over the results folder returning the rows a chart draws (before thinning)."""
+    columns = (["trace"] if compare else []) + list(spec.group)
+    x_columns = [P] if spec.kind == "cdf" else list(spec.x)
+    selected = columns + [f"{c} / {spec.x_scale:g} AS {c}_scaled" if spec.x_scale != 1.0 else c for c in x_columns]
+    selected += [c for c, _ in spec.measures]
+    files = [s.file for s in sources]
+    from_item = (f"read_parquet({_sql_literal(files[0])})" if len(files) == 1
+                 else "read_parquet([" + ", ".join(_sql_literal(f) for f in files) + "])")
+    lines = [f"SELECT {', '.join(selected)}", f"FROM {from_item}"]
+    conditions = [f"{c} IS NULL" if v is None else f"{c} = {_sql_literal(v)}" for c, v in where]
+    if conditions:
+        lines.append("WHERE " + " AND ".join(conditions))
+    if spec.kind not in ("bar", "stack"):
+        lines.append("ORDER BY " + ", ".join(columns + x_columns))
+    return "\n".join(lines)
+
+
+def chart_derivation(spec: ChartSpec, sources: Sequence[Source]) -> str:
+    """How the chart is drawn from its table, in words."""
+    row = sources[0].row if sources else ""
+    parts = [f"Drawn from {spec.module}/{spec.table} (one row: {row})."]
+    if spec.kind == "cdf":
+        parts.append("Each point: a value of " + ", ".join(c for c, _ in spec.measures)
+                     + " at a probability of the table's CDF (x), and that probability (y).")
+    else:
+        parts.append(f"x: {' / '.join(spec.x)}" + (f" divided by {spec.x_scale:g}" if spec.x_scale != 1.0 else "")
+                     + "; y: " + ", ".join(c for c, _ in spec.measures) + ".")
+    if spec.group:
+        parts.append(f"One series per {', '.join(spec.group)}.")
+    return " ".join(parts)

@@ -1,0 +1,45 @@
+"""The chart specifications (`ddlx.reports.chart_specs.CHART_SPECS`) against what the analysis
+modules produce: a spec naming a (module, table) that no module writes would never draw, silently.
+
+Data: the SYNTHETIC sample of every registered trace (`ensure_sample`, small scale), analysed once
+for the module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ddlx.analysis.runner import run_analysis
+from ddlx.datasets.registry import TRACES
+from ddlx.datasets.synthetic import ensure_sample
+from ddlx.reports.chart_specs import CHART_SPECS
+
+
+@pytest.fixture(scope="module")
+def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[tuple[str, str]]]:
+    """(module, table) of every result table, per trace, from the analysis of each SYNTHETIC sample."""
+    home: Path = tmp_path_factory.mktemp("chart-specs-home")
+    tables = {}
+    for trace in TRACES:
+        result = run_analysis(ensure_sample(home, trace), trace)
+        tables[trace] = {(module.module, table.name) for module in result.modules for table in module.tables}
+    return tables
+
+
+def test_every_trace_produces_tables(produced: dict[str, set[tuple[str, str]]]) -> None:
+    assert set(produced) == set(TRACES)
+    for trace, tables in produced.items():
+        assert ("overview", "state_mix") in tables, trace
+
+
+def test_every_chart_spec_names_a_produced_table(produced: dict[str, set[tuple[str, str]]]) -> None:
+    union = set().union(*produced.values())
+    missing = sorted({(spec.module, spec.table) for spec in CHART_SPECS} - union)
+    assert not missing, f"chart specs for tables no analysis module produces on any trace: {missing}"
+
+
+def test_chart_keys_are_unique() -> None:
+    keys = [spec.chart_key for spec in CHART_SPECS]
+    assert len(keys) == len(set(keys))
