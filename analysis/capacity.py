@@ -22,8 +22,8 @@ import polars as pl
 
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
-from ddlx.datasets.philly import GPUS_SEEN_SQL
 from ddlx.datasets.sqltext import sql_string
+from ddlx.datasets.traces.philly.reader import GPUS_SEEN_SQL
 
 #: Capacity sources in order of preference: where a trace has several, shares of capacity are
 #: taken against the first one present (Philly's machine list is known to under-count its GPUs).

@@ -16,8 +16,8 @@ import polars as pl
 
 from ddlx.datasets import catalog
 from ddlx.datasets.canonical import jobs_table_name
-from ddlx.datasets.registry import TRACES
 from ddlx.datasets.sqltext import sql_string
+from ddlx.datasets.traces import TRACES
 from ddlx.errors import CatalogError
 
 #: The zone used for hours and weekdays when a trace has none (its times are offsets, e.g. v2023).

@@ -24,7 +24,7 @@ from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.sql import GPU_HOURS_SQL, SUMMARY_QUANTILES, cdf_table
-from ddlx.datasets import pai_schema
+from ddlx.datasets.traces.pai import schema as pai_schema
 
 #: GPU memory of the PAI GPU types, GB, with the source of each figure (MISC, a mix of models, is
 #: left out: an instance's share of its memory cannot be told).

@@ -39,7 +39,7 @@ import sys, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from ddlx.datasets.pai_schema import COLUMNS
+from ddlx.datasets.traces.pai.schema import COLUMNS
 
 folder = Path(sys.argv[1])
 started = time.perf_counter()

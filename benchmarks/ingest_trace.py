@@ -33,7 +33,7 @@ BARE_DUCKDB = """
 import sys, duckdb
 from pathlib import Path
 from ddlx.datasets.csvload import columns_struct, sql_string
-from ddlx.datasets.pai_schema import COLUMNS
+from ddlx.datasets.traces.pai.schema import COLUMNS
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
 con = duckdb.connect()
 con.execute("SET preserve_insertion_order = false")

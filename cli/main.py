@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
-from ddlx.cli.options import DataHome, Modules, Resolution, UseSample
+from ddlx.cli.options import TRACE_NAMES, DataHome, Modules, Resolution, UseSample
 from ddlx.cli.options import analysis_options as _options
 from ddlx.cli.options import data_home as _home
 from ddlx.cli.options import module_names as _module_names
 from ddlx.cli.options import say as _say
+from ddlx.datasets.trace_info import TraceInfo
+from ddlx.datasets.traces import TRACES
 from ddlx.errors import DdlxError, UsageError, describe_os_error, storage_error
 
 app = typer.Typer(
@@ -33,7 +36,7 @@ app.add_typer(datasets_app, name="datasets")
 app.add_typer(analyze_app, name="analyze")
 
 TraceName = Annotated[str, typer.Argument(
-    help="Trace name: pai, philly, helios, pai-v2023 or acme (see `ddlx datasets list`).")]
+    help=f"Trace name: {TRACE_NAMES} (see `ddlx datasets list`).")]
 Tables = Annotated[
     Optional[list[str]],
     typer.Option("--table", help="Only this table (repeatable); default: every table.", show_default=False),
@@ -46,8 +49,6 @@ def datasets_list(
 ) -> None:
     """Show each supported trace: files, sizes, source addresses, sha256, licence and paper."""
     from dataclasses import asdict
-
-    from ddlx.datasets.registry import TRACES
 
     if as_json:
         typer.echo(json.dumps([asdict(t) for t in TRACES.values()], indent=2))
@@ -79,7 +80,7 @@ def datasets_download(
     """Fetch the official release files into the data home, resuming and verifying sha256."""
     from ddlx.datasets.download import download_release
     from ddlx.datasets.home import downloads_dir
-    from ddlx.datasets.registry import get_trace
+    from ddlx.datasets.traces import get_trace
 
     info = get_trace(trace)
     dest = downloads_dir(_home(data_home), info.name)
@@ -234,39 +235,20 @@ AnalyzeOut = Annotated[Optional[Path], typer.Option(
     "--out", help="Results folder (default: ./ddlx-results/<trace>-trace).", show_default=False)]
 
 
-@analyze_app.command("pai-trace")
-def analyze_pai_trace(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
-                      resolution: Resolution = None, data_home: DataHome = None) -> None:
-    """Characterize the Alibaba PAI v2020 trace (the ingested one, else a SYNTHETIC sample)."""
-    _analyze("pai", out, synthetic, module, resolution, data_home)
+def _analyze_trace_command(trace: TraceInfo) -> Callable[..., None]:
+    """The command `ddlx analyze <trace>-trace` of one registered trace."""
+
+    def command(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
+                resolution: Resolution = None, data_home: DataHome = None) -> None:
+        _analyze(trace.name, out, synthetic, module, resolution, data_home)
+
+    command.__doc__ = f"Characterize the {trace.title} (the ingested one, else a SYNTHETIC sample)."
+    command.__name__ = f"analyze_{trace.name.replace('-', '_')}_trace"
+    return command
 
 
-@analyze_app.command("philly-trace")
-def analyze_philly_trace(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
-                         resolution: Resolution = None, data_home: DataHome = None) -> None:
-    """Characterize the Microsoft Philly trace (the ingested one, else a SYNTHETIC sample)."""
-    _analyze("philly", out, synthetic, module, resolution, data_home)
-
-
-@analyze_app.command("helios-trace")
-def analyze_helios_trace(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
-                         resolution: Resolution = None, data_home: DataHome = None) -> None:
-    """Characterize the SenseTime Helios trace (the ingested one, else a SYNTHETIC sample)."""
-    _analyze("helios", out, synthetic, module, resolution, data_home)
-
-
-@analyze_app.command("pai-v2023-trace")
-def analyze_pai_v2023_trace(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
-                            resolution: Resolution = None, data_home: DataHome = None) -> None:
-    """Characterize the Alibaba GPU v2023 trace (the ingested one, else a SYNTHETIC sample)."""
-    _analyze("pai-v2023", out, synthetic, module, resolution, data_home)
-
-
-@analyze_app.command("acme-trace")
-def analyze_acme_trace(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
-                       resolution: Resolution = None, data_home: DataHome = None) -> None:
-    """Characterize the Shanghai AI Lab Acme trace (the ingested one, else a SYNTHETIC sample)."""
-    _analyze("acme", out, synthetic, module, resolution, data_home)
+for _trace in TRACES.values():
+    analyze_app.command(f"{_trace.name}-trace")(_analyze_trace_command(_trace))
 
 
 @analyze_app.command("dataset")

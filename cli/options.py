@@ -7,6 +7,11 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ddlx.datasets.traces import TRACES
+
+#: The registered traces as help texts list them ("pai, philly, ...").
+TRACE_NAMES = ", ".join(TRACES)
+
 DataHome = Annotated[
     Optional[Path],
     typer.Option("--data-home", help="Data folder (default: $DDLX_HOME, else the per-user data folder).",
@@ -17,7 +22,7 @@ Modules = Annotated[Optional[list[str]], typer.Option(
     "overview, utilization, failures, queueing, sharing, durations, users, time_patterns.",
     show_default=False)]
 Trace = Annotated[Optional[str], typer.Option(
-    "--trace", help="A registered trace: pai, philly, helios, pai-v2023 or acme (its SYNTHETIC sample when "
+    "--trace", help=f"A registered trace: {TRACE_NAMES} (its SYNTHETIC sample when "
                     "it is not ingested).", show_default=False)]
 Dataset = Annotated[Optional[str], typer.Option(
     "--dataset", help="A dataset of the catalog, such as one made by `ddlx datasets import`.",
@@ -61,7 +66,6 @@ def jobs_source(trace: str | None, dataset: str | None, use_sample: bool,
     A registered trace that is not ingested (or any, with `--synthetic`) is read from its SYNTHETIC
     sample, as `ddlx analyze <trace>-trace` does; a dataset must be in the catalog.
     """
-    from ddlx.datasets.registry import TRACES
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
 
     if (trace is None) == (dataset is None):

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ddlx.cli.options import DataHome, Modules, Resolution, analysis_options, module_names, say
+from ddlx.cli.options import TRACE_NAMES, DataHome, Modules, Resolution, analysis_options, module_names, say
 from ddlx.cli.options import data_home as home
 
 report_app = typer.Typer(help="Reports over several traces: compare them side by side in one HTML page.",
@@ -19,7 +19,7 @@ report_app = typer.Typer(help="Reports over several traces: compare them side by
 @report_app.command("compare")
 def compare(
     names: Annotated[list[str], typer.Argument(
-        help="Two or more traces (pai, philly, helios, pai-v2023, acme) or datasets of the catalog. "
+        help=f"Two or more traces ({TRACE_NAMES}) or datasets of the catalog. "
              "A trace that is not ingested is analysed on its SYNTHETIC sample.", show_default=False)],
     out: Annotated[Optional[Path], typer.Option(
         "--out", help="Folder for report.html, report.md, report.json and each trace's results "

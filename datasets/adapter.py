@@ -30,8 +30,8 @@ import duckdb
 from ddlx.datasets.canonical import jobs_table_name
 from ddlx.datasets.csvload import SOURCE, CsvSource, LoadResult, check_header, load_csv_sources
 from ddlx.datasets.ranges import ValueRange
-from ddlx.datasets.registry import TraceInfo
 from ddlx.datasets.sqltext import quote_identifier, sql_string
+from ddlx.datasets.trace_info import TraceInfo
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ddlx.atomic import write_text_atomic
 from ddlx.datasets.archives import hash_file
-from ddlx.datasets.registry import TraceInfo
+from ddlx.datasets.trace_info import TraceInfo
 from ddlx.errors import DownloadError
 
 __all__ = ["ProgressCallback", "download_file", "download_release"]

@@ -7,63 +7,31 @@ labelled SYNTHETIC.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from ddlx import __version__
 from ddlx.atomic import write_text_atomic
 from ddlx.datasets.home import samples_home
 from ddlx.datasets.ingest import SYNTHETIC_MARKER, ingest
-from ddlx.errors import CatalogError, UnknownDatasetError
-
-
-@dataclass(frozen=True)
-class Generator:
-    """A trace's generator: `module:function(out_dir, scale, seed, progress)`, and the scale of the
-    sample `ddlx analyze <trace>-trace` builds when no real data is ingested (a few seconds)."""
-
-    target: str
-    sample_scale: float
-
-
-GENERATORS: dict[str, Generator] = {
-    "pai": Generator("ddlx.datasets.synth_pai:generate_pai", 0.01),
-    "philly": Generator("ddlx.datasets.synth_philly:generate_philly", 0.01),
-    "helios": Generator("ddlx.datasets.synth_helios:generate_helios", 0.005),
-    "pai-v2023": Generator("ddlx.datasets.synth_pai_v2023:generate_pai_v2023", 1.0),
-    "acme": Generator("ddlx.datasets.synth_acme:generate_acme", 0.01),
-}
+from ddlx.datasets.traces import get_generator, sample_scale
+from ddlx.errors import CatalogError
 
 #: Seed of the sample built by `ddlx analyze <trace>-trace` when no real data is ingested.
 SAMPLE_SEED = 0
 
 
-def _generator(trace: str) -> Generator:
-    if trace not in GENERATORS:
-        raise UnknownDatasetError(
-            f"no generator for trace '{trace}'; expected one of: {', '.join(GENERATORS)}")
-    return GENERATORS[trace]
-
-
-def sample_scale(trace: str) -> float:
-    """Scale of the synthetic sample of `trace`."""
-    return _generator(trace).sample_scale
-
-
 def write_synthetic_release(trace: str, out_dir: Path, scale: float, seed: int,
                             progress: Callable[[str], None] | None = None) -> list[Path]:
     """Generate a synthetic release of `trace` in the official format into `out_dir`, with its marker."""
-    module_name, function_name = _generator(trace).target.split(":")
-    generate = getattr(importlib.import_module(module_name), function_name)
+    generate = get_generator(trace)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = generate(out_dir, scale=scale, seed=seed, progress=progress)
     paths = list(written.values()) if isinstance(written, dict) else list(written)
     marker = {
         "synthetic": True,
-        "generator": f"{module_name} (ddlx {__version__})",
+        "generator": f"{generate.__module__} (ddlx {__version__})",
         "trace_format": trace,
         "scale": scale,
         "seed": seed,
@@ -93,7 +61,7 @@ def home_with_jobs_or_sample(home: Path, name: str, use_sample: bool = False,
     """
     from ddlx.datasets.canonical import jobs_table_name
     from ddlx.datasets.catalog import read_registrations
-    from ddlx.datasets.registry import TRACES
+    from ddlx.datasets.traces import TRACES
 
     registration = read_registrations(home).get(name)
     ingested = registration is not None and jobs_table_name(name) in registration.tables

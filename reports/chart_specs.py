@@ -438,7 +438,7 @@ def _thinning_notes(series: Sequence[Series], spec: ChartSpec) -> list[str]:
 
 
 def _offset_times(trace: str) -> bool:
-    from ddlx.datasets.registry import TRACES
+    from ddlx.datasets.traces import TRACES
 
     known = TRACES.get(trace)
     return known is not None and not known.wall_clock

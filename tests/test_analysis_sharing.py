@@ -18,9 +18,9 @@ from ddlx.analysis.context import open_trace
 from ddlx.analysis.definitions import get_definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.runner import run_analysis
-from ddlx.datasets import pai_schema
 from ddlx.datasets.imports import import_dataset
 from ddlx.datasets.ingest import ingest
+from ddlx.datasets.traces.pai import schema as pai_schema
 from ddlx.reports.results import write_results
 from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from ddlx.analysis.runner import run_analysis
-from ddlx.datasets.registry import TRACES
 from ddlx.datasets.synthetic import ensure_sample
+from ddlx.datasets.traces import TRACES
 from ddlx.reports.chart_specs import CHART_SPECS
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from ddlx.datasets import download as dl
 from ddlx.datasets.download import download_file, download_release
-from ddlx.datasets.registry import ReleaseFile, TraceInfo
+from ddlx.datasets.trace_info import ReleaseFile, TraceInfo
 from ddlx.errors import DownloadError, UnknownDatasetError
 
 MIB = 1 << 20

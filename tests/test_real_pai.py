@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ddlx.datasets import catalog, pai_schema
+from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
-from ddlx.datasets.registry import PAI
+from ddlx.datasets.traces.pai import schema as pai_schema
+from ddlx.datasets.traces.pai.release import RELEASE as PAI
 from tests.conftest import SHARED, SHARED_TRACES, needs_shared_traces
 
 PAI_DIR = SHARED_TRACES / "alibaba-pai-v2020"

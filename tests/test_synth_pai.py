@@ -1,4 +1,4 @@
-"""Tests of ddlx.datasets.synth_pai: a synthetic PAI v2020 release in the official format.
+"""Tests of ddlx.datasets.traces.pai.generator: a synthetic PAI v2020 release in the official format.
 
 Every figure is recomputed here from the written archives (DuckDB over the extracted CSVs,
 polars for time zones), never taken from the generator. Expected values come from the PAI
@@ -17,8 +17,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from ddlx.datasets import pai_schema as schema
-from ddlx.datasets.synth_pai import generate_pai
+from ddlx.datasets.traces.pai import schema
+from ddlx.datasets.traces.pai.generator import generate as generate_pai
 
 SCALE = 0.02
 SEED = 7

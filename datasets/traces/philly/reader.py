@@ -77,16 +77,16 @@ from ddlx.datasets.csvload import (
     read_header,
 )
 from ddlx.datasets.ranges import COUNTER_LIMIT, REAL_TIME_WINDOW, ValueRange
-from ddlx.datasets.registry import PHILLY
 from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_from_offset_sql
+from ddlx.datasets.traces.philly.release import RELEASE as PHILLY
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError
 
 TRACE = "philly"
 
 #: IANA zone of the trace's wall clock (the cluster ran in US Pacific time).
-SOURCE_TZ = "America/Los_Angeles"
+SOURCE_TZ = PHILLY.source_tz
 
 #: Stored tables: the five raw ones, and the two derived from the job log.
 JOB_LOG = "philly_job_log"
@@ -98,7 +98,7 @@ ATTEMPTS_TABLE = "philly_attempts"
 JOBS_TABLE = jobs_table_name(TRACE)
 
 #: The release archive, and the file (archive member) holding each raw table.
-ARCHIVE_NAME = "trace-data.tar.gz"
+ARCHIVE_NAME = PHILLY.files[0].filename
 FILE_OF_TABLE: dict[str, str] = {
     JOB_LOG: "cluster_job_log",
     GPU_UTIL: "cluster_gpu_util",

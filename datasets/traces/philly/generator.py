@@ -1,6 +1,6 @@
 """A synthetic Microsoft Philly trace (ATC'19), in the official release format.
 
-`generate_philly(out_dir)` writes the five files of the public release, `cluster_job_log`,
+`generate(out_dir)` writes the five files of the public release, `cluster_job_log`,
 `cluster_gpu_util`, `cluster_cpu_util`, `cluster_mem_util` and `cluster_machine_list` (no
 extensions), packed by default as one gzip'd tar `trace-data.tar.gz` with members
 `trace-data/<file>`, so that ddlx's real ingest code cannot tell the result from the release.
@@ -59,8 +59,9 @@ from ddlx.datasets.synth_common import (
     stream_rng,
     temp_path_in,
 )
+from ddlx.datasets.traces.philly.release import RELEASE
 
-__all__ = ["generate_philly", "RELEASE_FILES", "ARCHIVE_NAME", "ARCHIVE_FOLDER"]
+__all__ = ["generate", "RELEASE_FILES", "ARCHIVE_NAME", "ARCHIVE_FOLDER"]
 
 # --------------------------------------------------------------------------------------------
 # Release layout
@@ -69,8 +70,8 @@ __all__ = ["generate_philly", "RELEASE_FILES", "ARCHIVE_NAME", "ARCHIVE_FOLDER"]
 #: The five files of the release, in archive order (TRACES.md).
 RELEASE_FILES = ("cluster_job_log", "cluster_gpu_util", "cluster_cpu_util", "cluster_mem_util",
                  "cluster_machine_list")
-#: Archive name and the folder its members live in (TRACES.md, release README).
-ARCHIVE_NAME = "trace-data.tar.gz"
+#: Archive name (the release facts) and the folder its members live in (release README).
+ARCHIVE_NAME = RELEASE.files[0].filename
 ARCHIVE_FOLDER = "trace-data"
 #: Header lines (release README; the machine list has a space after each comma).
 GPU_UTIL_HEADER = "time,machineId," + ",".join(f"gpu{k}_util" for k in range(8))
@@ -79,8 +80,8 @@ MEM_UTIL_HEADER = "time,machine_id,mem_total,mem_free"
 MACHINE_LIST_HEADER = "machineId, number of GPUs, single GPU mem"
 #: Missing attempt time as written in the job log (TRACES.md).
 MISSING_TIME = "None"
-#: Wall-clock zone of every time in the release (TRACES.md: US Pacific).
-SOURCE_TZ = "America/Los_Angeles"
+#: Wall-clock zone of every time in the release (US Pacific).
+SOURCE_TZ = RELEASE.source_tz
 
 # --------------------------------------------------------------------------------------------
 # Calibration constants (scale 1). Figures from TRACES.md unless marked otherwise.
@@ -1162,7 +1163,7 @@ def _write_util_logs(seed: int, machines: _Machines, attempts: _Attempts, placem
 
 
 
-def generate_philly(out_dir: Path, scale: float = 1.0, seed: int = 0,
+def generate(out_dir: Path, scale: float = 1.0, seed: int = 0,
                     progress: Callable[[str], None] | None = None, pack: bool = True) -> list[Path]:
     """Write a synthetic Philly release into `out_dir`; return the paths written.
 

@@ -1,6 +1,6 @@
 """A synthetic Alibaba GPU cluster trace v2023 (ATC'23 "Beware of Fragmentation"), `openb` format.
 
-`generate_pai_v2023(out_dir)` writes, as the real release does (headers included, `\\n` line
+`generate(out_dir)` writes, as the real release does (headers included, `\\n` line
 ends, an empty field for a missing value, nothing quoted):
 
 - `openb_node_list_all_node.csv`: `sn,cpu_milli,memory_mib,gpu,model` (empty model = CPU node);
@@ -53,7 +53,7 @@ from ddlx.datasets.synth_common import (
     temp_path_in,
 )
 
-__all__ = ["generate_pai_v2023", "FILE_NAMES", "NODE_COLUMNS", "POD_COLUMNS", "MULTIGPU_COLUMNS"]
+__all__ = ["generate", "FILE_NAMES", "NODE_COLUMNS", "POD_COLUMNS", "MULTIGPU_COLUMNS"]
 
 # --------------------------------------------------------------------------------------------
 # Format (TRACES.md, v2023 section; checked against the real files)
@@ -564,7 +564,7 @@ def _write_csv(frame: pl.DataFrame, path: Path) -> None:
 
 
 
-def generate_pai_v2023(out_dir: Path, scale: float = 1.0, seed: int = 0,
+def generate(out_dir: Path, scale: float = 1.0, seed: int = 0,
                        progress: Callable[[str], None] | None = None) -> list[Path]:
     """Write a synthetic v2023 `openb` release into `out_dir`; return the paths of FILE_NAMES.
 

@@ -1,6 +1,6 @@
 """Adapter for Alibaba PAI cluster-trace-gpu-v2020: official files -> typed Parquet -> canonical jobs.
 
-Schema and units are declared in `ddlx.datasets.pai_schema`. Quirks handled here:
+Schema and units are declared in `ddlx.datasets.traces.pai.schema`. Quirks handled here:
 - a 0 or empty time means missing and becomes NULL (it is not the epoch);
 - times are read as Unix seconds (UTC instants) whose Asia/Shanghai wall clock gives the real
   time of day and weekday; the dates themselves are shifted by the trace owners;
@@ -26,13 +26,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ddlx.datasets import pai_schema as schema
 from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.csvload import SOURCE
 from ddlx.datasets.ranges import ValueRange
-from ddlx.datasets.registry import PAI
 from ddlx.datasets.sqltext import quote_identifier
+from ddlx.datasets.traces.pai import schema
+from ddlx.datasets.traces.pai.release import RELEASE as PAI
 from ddlx.datasets.validation import Check, duplicate_key_check
 
 TRACE = "pai"

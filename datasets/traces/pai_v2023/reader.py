@@ -49,8 +49,8 @@ from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, is_input_
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.csvload import SOURCE
 from ddlx.datasets.ranges import ONE_YEAR_S, ValueRange
-from ddlx.datasets.registry import PAI_V2023
 from ddlx.datasets.sqltext import quote_identifier, sql_string
+from ddlx.datasets.traces.pai_v2023.release import RELEASE as PAI_V2023
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError
 

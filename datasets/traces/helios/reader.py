@@ -62,22 +62,22 @@ from ddlx.datasets.archives import archive_member_names, member_matches
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.csvload import SOURCE, LoadResult, read_header
 from ddlx.datasets.ranges import EVERY_OTHER_FIELD, REAL_TIME_WINDOW, TEN_YEARS_S, ValueRange
-from ddlx.datasets.registry import HELIOS
 from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_from_zone_sql
+from ddlx.datasets.traces.helios.release import RELEASE as HELIOS
 from ddlx.datasets.validation import Check, Figure, duplicate_key_check
 from ddlx.errors import InputError
 
 TRACE = "helios"
 
 #: IANA zone of the wall-clock times in cluster_log.csv.
-SOURCE_TZ = "Asia/Shanghai"
+SOURCE_TZ = HELIOS.source_tz
 
 #: Clusters of the release, in the order of its folder tree.
 CLUSTERS: tuple[str, ...] = ("Earth", "Saturn", "Uranus", "Venus")
 
 #: The release archive, and the folder inside it that holds the cluster folders.
-ARCHIVE_NAME = "data.zip"
+ARCHIVE_NAME = HELIOS.files[0].filename
 DATA_FOLDER = "data"
 
 LOG_TABLE = "helios_cluster_log"

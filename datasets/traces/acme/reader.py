@@ -52,9 +52,9 @@ from ddlx.datasets.adapter import CsvFormat, LocalPart, SourcePart, TraceAdapter
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.csvload import SOURCE, LoadResult, read_header
 from ddlx.datasets.ranges import REAL_TIME_WINDOW, TEN_YEARS_S, ValueRange
-from ddlx.datasets.registry import ACME
 from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_offset_pattern
+from ddlx.datasets.traces.acme.release import RELEASE as ACME
 from ddlx.datasets.validation import Check, Figure, duplicate_key_check
 from ddlx.errors import InputError
 

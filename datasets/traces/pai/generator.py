@@ -1,6 +1,6 @@
 """A synthetic Alibaba PAI cluster-trace-gpu-v2020 release, in the official distribution format.
 
-`generate_pai(out_dir)` writes the seven tables of `pai_schema.TABLES` as `<table>.tar.gz`, each a
+`generate(out_dir)` writes the seven tables of `pai_schema.TABLES` as `<table>.tar.gz`, each a
 gzip'd tar holding one headerless `<table>.csv` (columns in `pai_schema.COLUMNS` order, `\\n`
 line ends, an empty field for a missing value), so that ddlx's real ingest code cannot tell the
 result from the real release. Formats follow the official files: job/task/instance times are
@@ -31,7 +31,6 @@ from typing import BinaryIO
 import numpy as np
 import polars as pl
 
-from ddlx.datasets import pai_schema as schema
 from ddlx.datasets.synth_common import (
     check_scale_and_seed,
     choice_from,
@@ -44,8 +43,9 @@ from ddlx.datasets.synth_common import (
     stream_rng,
     temp_path_in,
 )
+from ddlx.datasets.traces.pai import schema
 
-__all__ = ["generate_pai"]
+__all__ = ["generate"]
 
 # --------------------------------------------------------------------------------------------
 # Calibration constants (scale 1). Figures from TRACES.md unless marked as a modelling choice.
@@ -924,7 +924,7 @@ def _requested_tables(tables: Sequence[str] | None) -> list[str]:
     return [t for t in schema.TABLES if t in set(tables)]
 
 
-def generate_pai(out_dir: Path, scale: float = 1.0, seed: int = 0,
+def generate(out_dir: Path, scale: float = 1.0, seed: int = 0,
                  tables: Sequence[str] | None = None,
                  progress: Callable[[str], None] | None = None) -> dict[str, Path]:
     """Write a synthetic PAI v2020 release into `out_dir`; return table -> `<table>.tar.gz` path.

@@ -1,6 +1,6 @@
 """A synthetic Shanghai AI Lab Acme trace (NSDI'24 "Characterization of LLM Development"), job files.
 
-`generate_acme(out_dir)` writes `trace_seren.csv` and `trace_kalos.csv` with a header, `\\n` line
+`generate(out_dir)` writes `trace_seren.csv` and `trace_kalos.csv` with a header, `\\n` line
 ends and an empty field for a missing value:
 
 - Seren: `job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time`
@@ -56,8 +56,9 @@ import polars as pl
 import pyarrow as pa
 
 from ddlx.datasets.synth_common import check_scale_and_seed, choice_from, lognormal, publish, stream_rng, temp_path_in
+from ddlx.datasets.traces.acme.release import RELEASE
 
-__all__ = ["generate_acme", "SEREN_COLUMNS", "KALOS_COLUMNS", "FILE_NAMES", "JOB_TYPES", "STATES"]
+__all__ = ["generate", "SEREN_COLUMNS", "KALOS_COLUMNS", "FILE_NAMES", "JOB_TYPES", "STATES"]
 
 # --------------------------------------------------------------------------------------------
 # Format (TRACES.md Acme section; column order of Kalos and value styles: AcmeTrace README)
@@ -68,7 +69,7 @@ SEREN_COLUMNS = ("job_id", "user", "node_num", "gpu_num", "cpu_num", "type", "st
 KALOS_COLUMNS = ("job_id", "user", "node_num", "gpu_num", "cpu_num", "mem_per_pod_GB",
                  "shared_mem_per_pod", "type", "state", "submit_time", "start_time", "end_time",
                  "fail_time", "stop_time", "duration", "queue", "gpu_time")
-FILE_NAMES = ("trace_seren.csv", "trace_kalos.csv")
+FILE_NAMES = tuple(f.filename for f in RELEASE.files)
 
 #: Workload types (codes index this tuple).
 JOB_TYPES = ("Pretrain", "SFT", "Eval", "MLLM", "Debug", "Other")
@@ -472,7 +473,7 @@ def _job_frame(seed: int, cluster: _Cluster, jobs: _Jobs) -> pl.DataFrame:
 
 
 
-def generate_acme(out_dir: Path, scale: float = 1.0, seed: int = 0,
+def generate(out_dir: Path, scale: float = 1.0, seed: int = 0,
                   progress: Callable[[str], None] | None = None) -> list[Path]:
     """Write synthetic `trace_seren.csv` and `trace_kalos.csv` into `out_dir`; return their paths.
 

@@ -1,6 +1,6 @@
 """A synthetic SenseTime Helios trace (SC'21), in the official `data.zip` release format.
 
-`generate_helios(out_dir)` writes, for each of the four clusters Earth, Saturn, Uranus and Venus,
+`generate(out_dir)` writes, for each of the four clusters Earth, Saturn, Uranus and Venus,
 `data/<Cluster>/cluster_log.csv` (one row per Slurm job) and `data/<Cluster>/cluster_gpu_number.csv`
 (GPUs per virtual cluster (VC) and day), packed as one deterministic `data.zip` (or left unpacked
 with `pack=False`), so that ddlx's ingest code cannot tell the result from the real release.
@@ -48,8 +48,9 @@ import numpy as np
 import polars as pl
 
 from ddlx.datasets.synth_common import check_scale_and_seed, choice_from, pack_zip, stream_rng, temp_path_in
+from ddlx.datasets.traces.helios.release import RELEASE
 
-__all__ = ["generate_helios", "CLUSTERS", "LOG_COLUMNS", "STATES"]
+__all__ = ["generate", "CLUSTERS", "LOG_COLUMNS", "STATES"]
 
 # --------------------------------------------------------------------------------------------
 # Format constants (TRACES.md, Helios section)
@@ -69,7 +70,7 @@ COMPLETED, CANCELLED, FAILED, TIMEOUT, NODE_FAIL, SUSPENDED = range(6)
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 DATE_FORMAT = "%Y-%m-%d"
 #: Archive member names.
-ARCHIVE_NAME = "data.zip"
+ARCHIVE_NAME = RELEASE.files[0].filename
 LOG_FILE, GPU_NUMBER_FILE = "cluster_log.csv", "cluster_gpu_number.csv"
 #: Fixed timestamp of every zip entry (modelling choice: a date after the 2021 release).
 ZIP_DATE_TIME = (2021, 8, 1, 0, 0, 0)
@@ -708,7 +709,7 @@ def _write_csv(frame: pl.DataFrame, path: Path) -> None:
 
 
 
-def generate_helios(out_dir: Path, scale: float = 1.0, seed: int = 0,
+def generate(out_dir: Path, scale: float = 1.0, seed: int = 0,
                     progress: Callable[[str], None] | None = None, pack: bool = True) -> list[Path]:
     """Write a synthetic Helios release into `out_dir`; return the paths written.
 

@@ -1,0 +1,67 @@
+"""What ddlx knows about a trace release, as data: `ReleaseFile` and `TraceInfo`. Each trace folder
+(`ddlx.datasets.traces.<trace>.release`) declares one `TraceInfo`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ddlx.errors import UnknownDatasetError
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    """One file of an official release.
+
+    `tables` are the stored tables whose rows come from this file. `size_bytes` and `sha256`
+    describe the file as downloaded (None when the owners publish none); `member` is the file
+    inside an archive that holds a single table, with its own `member_sha256` when published.
+    """
+
+    tables: tuple[str, ...]
+    filename: str
+    url: str
+    size_bytes: int | None
+    sha256: str | None
+    member: str | None = None
+    member_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """A supported trace: what it is, where it comes from and how to cite it.
+
+    `wall_clock` is False when the trace's times are offsets from an undisclosed start, so that
+    they have no time of day or weekday (`source_tz` then only names the zone they are stored in).
+    `open_jobs_run_to_end` is False when a job that started and has no end is a record whose end
+    was not logged rather than a job running when the trace was taken (PAI: its Running jobs ask
+    for several times the cluster's GPUs), so that such jobs cannot be placed in time.
+    """
+
+    name: str
+    title: str
+    description: str
+    source_tz: str
+    licence: str
+    paper: str
+    homepage: str
+    files: tuple[ReleaseFile, ...] = field(default_factory=tuple)
+    wall_clock: bool = True
+    open_jobs_run_to_end: bool = True
+
+    @property
+    def tables(self) -> list[str]:
+        return list(dict.fromkeys(t for f in self.files for t in f.tables))
+
+    def file_for(self, table: str) -> ReleaseFile:
+        """The release file holding `table`; `UnknownDatasetError` naming the known tables."""
+        for release_file in self.files:
+            if table in release_file.tables:
+                return release_file
+        raise UnknownDatasetError(
+            f"unknown table '{table}' for trace '{self.name}'; expected one of: {', '.join(self.tables)}"
+        )
+
+    @property
+    def total_bytes(self) -> int | None:
+        sizes = [f.size_bytes for f in self.files]
+        return None if any(s is None for s in sizes) else sum(s for s in sizes if s is not None)

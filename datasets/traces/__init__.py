@@ -1,0 +1,65 @@
+"""The traces ddlx supports: one folder each under `ddlx.datasets.traces`, and this one list of them.
+
+Each folder declares its release facts (`RELEASE`), its reader (`reader.ADAPTER`), its generator
+(`generator.generate`) and the scale of its sample (`SAMPLE_SCALE`). The command line, help texts,
+downloads, ingest and the generator all take the traces from here: adding a trace is a new folder
+(see docs/adding-a-trace.md) and one entry in `FOLDERS`. Readers and generators are imported on
+first use, so listing the traces stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ddlx.datasets.trace_info import TraceInfo
+from ddlx.errors import UnknownDatasetError
+
+if TYPE_CHECKING:
+    from ddlx.datasets.adapter import TraceAdapter
+
+#: The folders of the supported traces, in the order ddlx lists them.
+FOLDERS: tuple[str, ...] = ("pai", "philly", "helios", "pai_v2023", "acme")
+
+
+def _package(folder: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{folder}")
+
+
+#: Trace name (as on the command line, e.g. `pai-v2023`) -> its release facts.
+TRACES: dict[str, TraceInfo] = {_package(folder).RELEASE.name: _package(folder).RELEASE for folder in FOLDERS}
+_FOLDER_OF: dict[str, str] = {_package(folder).RELEASE.name: folder for folder in FOLDERS}
+
+
+def get_trace(name: str) -> TraceInfo:
+    """The registered trace called `name`; raises `UnknownDatasetError` naming the known ones."""
+    try:
+        return TRACES[name]
+    except KeyError:
+        raise UnknownDatasetError(
+            f"unknown trace '{name}'; expected one of: {', '.join(sorted(TRACES))}"
+        ) from None
+
+
+def _part(name: str, module: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{_FOLDER_OF[get_trace(name).name]}.{module}")
+
+
+def get_adapter(name: str) -> TraceAdapter:
+    """The reader of the registered trace `name`; `UnknownDatasetError` for an unknown name."""
+    adapter: TraceAdapter = _part(name, "reader").ADAPTER
+    return adapter
+
+
+def get_generator(name: str) -> Callable[..., Any]:
+    """The generator of `name`: `generate(out_dir, scale, seed, progress)` writing SYNTHETIC files
+    in the official format; `UnknownDatasetError` for an unknown name."""
+    return _part(name, "generator").generate
+
+
+def sample_scale(name: str) -> float:
+    """Scale of the SYNTHETIC sample of the registered trace `name`."""
+    return float(_package(_FOLDER_OF[get_trace(name).name]).SAMPLE_SCALE)
+

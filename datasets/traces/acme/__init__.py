@@ -1,0 +1,13 @@
+"""Shanghai AI Lab Acme: everything ddlx knows about this release, in one folder.
+
+- `release.py`: the release facts (files, sha256, licence, paper, time zone), as `RELEASE`;
+- `reader.py`: the reader (raw files -> typed Parquet -> canonical views), as `ADAPTER`;
+- `generator.py`: ddlx's generator of SYNTHETIC files in the official format, as `generate`.
+"""
+
+from ddlx.datasets.traces.acme.release import RELEASE
+
+__all__ = ["RELEASE", "SAMPLE_SCALE"]
+
+#: Scale of the SYNTHETIC sample `ddlx analyze` builds when the trace is not ingested (a few seconds).
+SAMPLE_SCALE = 0.01

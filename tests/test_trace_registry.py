@@ -1,0 +1,39 @@
+"""The one list of traces (`ddlx.datasets.traces.FOLDERS`) is what the command line, the docs and
+the generator see: each trace has its folder, reader, generator, doc page and README row."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ddlx.datasets.adapter import TraceAdapter
+from ddlx.datasets.traces import FOLDERS, TRACES, get_adapter, get_generator, sample_scale
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_every_folder_is_a_complete_trace() -> None:
+    assert len(TRACES) == len(FOLDERS)
+    for folder in FOLDERS:
+        assert {p.name for p in (REPO / "datasets" / "traces" / folder).glob("*.py")} >= {
+            "__init__.py", "release.py", "reader.py", "generator.py"}, folder
+    for name, info in TRACES.items():
+        adapter = get_adapter(name)
+        assert isinstance(adapter, TraceAdapter) and adapter.name == name == info.name
+        assert callable(get_generator(name)) and 0 < sample_scale(name) <= 1
+
+
+def test_the_docs_list_exactly_the_registered_traces() -> None:
+    readme = (REPO / "README.md").read_text()
+    table = re.findall(r"^\| [^|]+ \| `([a-z0-9-]+)` \|", readme, flags=re.M)
+    assert table == list(TRACES)
+    pages = {p.stem for p in (REPO / "docs" / "traces").glob("*.md")}
+    assert pages == set(TRACES)
+    synth = re.search(r"`ddlx datasets synth TRACE[^`]*` \(([^)]*)\)", readme)
+    assert synth is not None and synth.group(1).split(", ") == list(TRACES)
+
+
+def test_every_trace_has_an_analyze_command(cli) -> None:
+    result = cli("analyze", "--help")
+    assert result.code == 0
+    assert re.findall(r"│ ([a-z0-9-]+)-trace ", result.out) == list(TRACES)
