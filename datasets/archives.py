@@ -183,10 +183,10 @@ def tar_member_kind(member: tarfile.TarInfo) -> str | None:
 
 
 def zip_member_kind(info: zipfile.ZipInfo) -> str | None:
-    """What a zip entry is when it is not a regular file; None if it is."""
+    """What a zip entry is when it is not a plain regular file; None if it is."""
     file_type = stat.S_IFMT(info.external_attr >> 16)
     if not info.is_dir() and file_type in (0, stat.S_IFREG):
-        return None
+        return "an encrypted file (ddlx reads no passwords)" if info.flag_bits & 0x1 else None
     return ("a folder" if info.is_dir() or file_type == stat.S_IFDIR
             else "a symbolic link" if file_type == stat.S_IFLNK else "a device or FIFO")
 

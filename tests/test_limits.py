@@ -337,3 +337,22 @@ def test_malformed_deadline_is_a_download_error(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(DownloadError, match="DDLX_DOWNLOAD_DEADLINE_S='soon' is not a positive number"):
         download_file("http://127.0.0.1:9/data.bin", tmp_path / "data.bin", sha256=None)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_encrypted_zip_member_is_refused(tmp_path: Path) -> None:
+    """Python can write no encrypted zip, so the entry's encryption flag is set on a plain one."""
+    archive = tmp_path / "locked.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("jobs.csv", "a,b\n1,2\n")
+    data = bytearray(archive.read_bytes())
+    for signature, flag_offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local and central headers
+        at = data.index(signature)
+        data[at + flag_offset] |= 0x1
+    archive.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(InputError, match="member 'jobs.csv' is an encrypted file"):
+        extract_members(archive, {"jobs.csv": out / "jobs.csv"})
+    with pytest.raises(InputError, match="member 'jobs.csv' is an encrypted file"):
+        archives.archive_member_names(archive, wanted=lambda name: name.endswith(".csv"))
+    assert list(out.iterdir()) == []
