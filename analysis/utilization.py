@@ -1,52 +1,37 @@
-"""Utilisation: GPUs allocated to jobs over time against the capacity the trace documents, the
-hour-of-week profile of allocation, measured GPU utilisation (PAI sensors and machine metrics,
-Philly per-minute logs) and, for PAI, what tasks request against what they use.
+"""Utilisation: measured GPU utilisation (PAI sensors and machine metrics, Philly per-minute
+logs) and, for PAI, what tasks request against what they use; with, from
+`ddlx.analysis.allocation`, GPUs allocated to jobs over time against the capacity the trace
+documents and the hour-of-week profile of allocation.
 
-Allocation is an event sweep over the canonical jobs (`allocation_events_sql`): the step function
-of allocated GPUs is integrated exactly (each step carries the cumulative GPU count and the
-cumulative GPU-seconds moment; an ASOF join reads the integral at any instant), so time-weighted
-means never come from sampling. Capacity comes from `ddlx.analysis.capacity`.
+The module `utilization` writes both parts: `analyze` adds allocation's tables and findings first
+(`allocation.analyze_allocation`), then those of measured utilisation and of requests against
+usage. Measured values are percent of one GPU (or of one core, GB for memory) as the traces log
+them; shares of a request are fractions.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass
+from collections.abc import Sequence
+from contextlib import ExitStack
 
-import duckdb
 import polars as pl
 
-from ddlx.analysis.capacity import CAPACITY_DEFINITIONS, capacity_sources, gpu_capacity, gpu_capacity_sql
-from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
+from ddlx.analysis import allocation
+from ddlx.analysis.allocation import materialized, registered
+from ddlx.analysis.capacity import CAPACITY_DEFINITIONS
+from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.sql import (
     CDF_PROBABILITIES,
     GPU_BUCKET_SQL,
-    allocation_events_sql,
     cdf_table,
     double_list_sql,
-    local_time_sql,
     quantile_columns_sql,
     quantiles_from_counts_sql,
     sort_buckets,
-    trace_end_sql,
 )
 from ddlx.datasets.sqltext import sql_string
-from ddlx.errors import CatalogError, DdlxError
-
-#: Default step of the allocation time series, seconds (`ctx.options["resolution_s"]` overrides it).
-DEFAULT_RESOLUTION_S = 3600
-
-#: Largest allocation series written at the chosen step (groups x bins); a finer series is written
-#: at a coarser step, and the module says so (`skip`).
-MAX_SERIES_ROWS = 2_000_000
-
-#: Steps a too-large series is coarsened to, in seconds (the first multiple of the chosen step
-#: among them that fits).
-COARSER_STEPS_S: tuple[int, ...] = (60, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800)
 
 #: Resources compared in PAI's request-versus-usage: name -> (request column of the task table,
 #: usage column of the sensor table, unit of both).
@@ -59,52 +44,11 @@ PAI_RESOURCES: dict[str, tuple[str, str, str]] = {
 
 PHILLY_GPU_COLUMNS: tuple[str, ...] = tuple(f"gpu{k}_util" for k in range(8))
 
-DEFINITIONS: tuple[Definition, ...] = CAPACITY_DEFINITIONS + (
-    Definition(
-        "utilization.allocated_gpus", "Allocated GPUs", "GPUs",
-        "GPUs held by jobs at an instant t: the sum of gpu_request.job_total over the jobs with "
-        "start_time <= t < end_time. A job that started and has no end (still running) holds its "
-        "GPUs to the trace end, except in PAI, where such jobs (status Running) are left out: their "
-        "ends were not logged, and together they ask for several times the cluster's GPUs, so they "
-        "cannot have all been running at the trace end (their number and GPUs are a finding). A job "
-        "that never started holds none; fractions count as requested. "
-        "PAI: from the job's first instance start to the job's end, all its requested GPUs "
-        "(instances that start later or end earlier are not followed); Philly: from the first "
-        "attempt's start to the last attempt's end with the GPUs of its largest attempt (gaps "
-        "between attempts count as held); Helios and Acme: start_time to end_time; Alibaba v2023: "
-        "scheduled_time to deletion_time; imported tables: the mapped start (else the submission) "
-        "to the end.",
-    ),
-    Definition(
-        "utilization.allocated_gpus_binned", "Allocated GPUs per time bin", "GPUs",
-        "The observation window runs from the earliest submission or start of any job of the trace "
-        "to the trace end (its latest submission, start or end). Bins are [k * resolution_s, "
-        "(k+1) * resolution_s) of Unix time (aligned on the epoch, UTC), cut to the window "
-        "(covered_s: seconds of the bin inside it). mean_gpus is the exact time-weighted mean of "
-        "utilization.allocated_gpus over the covered part (the integral of the step function in "
-        "GPU-seconds divided by covered_s, no sampling); peak_gpus the largest value it takes "
-        "there. Over the whole trace: the same over the whole window.",
-    ),
-    Definition(
-        "utilization.allocated_share_of_capacity", "Allocated GPUs as a share of capacity", "fraction",
-        "utilization.allocated_gpus divided by the GPU capacity valid at the same time for the same "
-        "scope, from the trace's preferred capacity source (capacity.helios_vc_capacity, "
-        "capacity.pai_machine_spec, capacity.pai_v2023_nodes, else capacity.philly_gpu_util; "
-        "Philly's machine list, capacity.philly_machine_list, is reported beside it). A cluster's "
-        "capacity is the sum over its VCs or GPU types; a VC or a GPU type has one only where the "
-        "source gives that dimension. Per bin: mean_share = mean_gpus / capacity valid at the bin's "
-        "start, peak_share = peak_gpus / that capacity. Over the trace: mean_share is the "
-        "time-weighted mean of allocated / capacity over the part of the window with a known "
-        "capacity, peak_share its largest value. Above 1 when jobs hold more GPUs than documented.",
-    ),
-    Definition(
-        "utilization.allocated_hour_of_week", "Allocated GPUs by hour of the week", "GPUs",
-        "For each hour of the week in the trace's local time (0 = Monday 00:00-01:00, 167 = Sunday "
-        "23:00-24:00), the time-weighted mean of utilization.allocated_gpus over every such hour "
-        "inside the observation window (GPU-seconds over seconds; observed_h: hours counted). Each "
-        "UTC hour of the trace takes the local hour-of-week of its start, which is exact for zones "
-        "whose offset is a whole number of hours (every trace ddlx knows).",
-    ),
+DEFINITIONS: tuple[Definition, ...] = (
+    # Capacity and allocation: ddlx.analysis.capacity and ddlx.analysis.allocation are not analysis
+    # modules of their own (their results are this module's), so `registry()` finds them here.
+    *CAPACITY_DEFINITIONS,
+    *allocation.DEFINITIONS,
     Definition(
         "utilization.pai_instance_gpu_util", "Measured GPU utilisation of a PAI instance", "percent",
         "PAI: pai_sensor_table.gpu_wrk_util of an instance (worker), the average over its lifetime "
@@ -151,312 +95,8 @@ DEFINITIONS: tuple[Definition, ...] = CAPACITY_DEFINITIONS + (
 
 
 # ---------------------------------------------------------------------------------------------
-# The step function of allocated GPUs and its integral
-# ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Window:
-    """The observation window, Unix seconds: from the first instant any job of the trace records
-    (submission or start) to the trace end (`trace_end_sql`)."""
-
-    lo: float
-    hi: float
-
-    def cte(self) -> str:
-        """CTE `win` (lo, hi) for the queries below."""
-        return f"win AS (SELECT {_double(self.lo)} AS lo, {_double(self.hi)} AS hi)"
-
-
-def _double(value: float) -> str:
-    """A DOUBLE literal (DuckDB reads `1.5` as a DECIMAL)."""
-    return f"CAST({float(value)!r} AS DOUBLE)"
-
-
-def trace_start_sql(ctx: TraceContext) -> str:
-    """A scalar subquery: the trace start, the first instant any job of the trace records (UTC)."""
-    return f"(SELECT min(least(submit_time, start_time)) FROM {ctx.jobs})"
-
-
-def observation_window(ctx: TraceContext) -> Window | None:
-    """The observation window of the trace; None when no job has a time."""
-    row = ctx.one_row(f"SELECT epoch({trace_start_sql(ctx)}) AS lo, epoch({trace_end_sql(ctx)}) AS hi")
-    return None if row["lo"] is None or row["hi"] is None else Window(float(row["lo"]), float(row["hi"]))
-
-
-def _select_groups(groups: Sequence[str], alias: str = "") -> str:
-    prefix = f"{alias}." if alias else ""
-    return "".join(f"{prefix}{g}, " for g in groups)
-
-
-def _same_groups(left: str, right: str, groups: Sequence[str]) -> str:
-    """Join condition on the group columns (NULL matches NULL); TRUE without groups."""
-    return " AND ".join([f"{left}.{g} IS NOT DISTINCT FROM {right}.{g}" for g in groups] or ["TRUE"])
-
-
-def integrable_steps_sql(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
-    """A query: allocated GPUs as a step function per group, ready to integrate.
-
-    Rows: the `groups` columns, `ts` (Unix seconds of a change), `x` (seconds since the window
-    start), `gpus` (allocated from `ts` until the group's next row) and `moment` (the sum of
-    delta_gpus * x over the changes so far). The GPU-seconds allocated from the window start to
-    any X at or after a row (and before the next) are `gpus * X - moment`: the integral is read
-    with one ASOF join, never by sampling. Built on `allocation_events_sql`. The running sums are
-    exact (DECIMAL: GPUs to 1e-6, like `allocation_steps_sql`, and GPU-seconds to 1e-6), so sums of
-    fractional requests return to exact values; DECIMAL sums are also faster than DOUBLE ones here.
-    """
-    partition = f"PARTITION BY {', '.join(groups)} " if groups else ""
-    return f"""
-    SELECT {_select_groups(groups)}ts, x,
-           CAST(sum(delta) OVER w AS DOUBLE) AS gpus, CAST(sum(delta_x) OVER w AS DOUBLE) AS moment
-    FROM (SELECT {_select_groups(groups)}ts, x, CAST(delta AS DECIMAL(18, 6)) AS delta,
-                 CAST(delta * x AS DECIMAL(38, 6)) AS delta_x
-          FROM (SELECT {_select_groups(groups)}epoch(t) AS ts, epoch(t) - {_double(window.lo)} AS x,
-                       sum(delta_gpus) AS delta
-                FROM {allocation_events_sql(ctx, groups)} GROUP BY ALL))
-    WINDOW w AS ({partition}ORDER BY x ROWS UNBOUNDED PRECEDING)"""
-
-
-def _execute(ctx: TraceContext, sql: str) -> None:
-    try:
-        ctx.con.execute(sql)
-    except duckdb.Error as exc:
-        message = str(exc).strip().splitlines()[0]
-        raise CatalogError(f"{ctx.trace}: analysis query failed: {message}") from None
-
-
-@contextmanager
-def materialized(ctx: TraceContext, sql: str, stem: str) -> Iterator[str]:
-    """The query `sql` as a temporary table for the duration of the block (several results read
-    it); yields its name."""
-    name = f"ddlx_utilization_{stem}"
-    _execute(ctx, f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
-    try:
-        yield name
-    finally:
-        _execute(ctx, f"DROP TABLE IF EXISTS {name}")
-
-
-def materialized_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> AbstractContextManager[str]:
-    """`integrable_steps_sql` of `groups` as a temporary table for the duration of the block."""
-    return materialized(ctx, integrable_steps_sql(ctx, groups, window), "steps_" + ("_".join(groups) or "all"))
-
-
-def _steps_cte(ctx: TraceContext, groups: Sequence[str], window: Window, steps: str | None) -> str:
-    """CTE `steps`: the materialized `steps` table when given, else the query itself."""
-    if steps:
-        return f"steps AS (SELECT * FROM {steps})"
-    return f"steps AS MATERIALIZED ({integrable_steps_sql(ctx, groups, window)})"
-
-
-def _keys_sql(groups: Sequence[str]) -> str:
-    return f"SELECT DISTINCT {', '.join(groups)} FROM steps" if groups else "SELECT 1 AS all_jobs"
-
-
-def _integral_sql(point: str, step: str = "s") -> str:
-    """GPU-seconds allocated from the window start to `point` (seconds since lo), given the ASOF step."""
-    return f"coalesce({step}.gpus * {point} - {step}.moment, 0)"
-
-
-def _capacity_cte(ctx: TraceContext, groups: Sequence[str], sources: Sequence[str]) -> str:
-    """CTE `cap`: per group and source, capacity pieces [a, b) (seconds since lo, cut to the
-    window) with the capacity valid in them, summed over the rows of finer dimensions."""
-    not_null = " AND ".join([f"{g} IS NOT NULL" for g in groups] or ["TRUE"])
-    return f"""cap AS (
-    SELECT * FROM (
-        SELECT {_select_groups(groups)}source,
-               greatest(coalesce(epoch(valid_from) - lo, 0), 0) AS a,
-               least(coalesce(epoch(valid_to) - lo, hi - lo), hi - lo) AS b,
-               CAST(sum(gpus) AS DOUBLE) AS capacity
-        FROM {gpu_capacity_sql(ctx, list(sources))}, win
-        WHERE {not_null} GROUP BY ALL)
-    WHERE a < b AND capacity > 0)"""
-
-
-def preferred_capacity_source(ctx: TraceContext) -> str | None:
-    """The capacity source shares are taken against (`capacity.SOURCE_PREFERENCE`), if any."""
-    sources = capacity_sources(ctx)
-    return sources[0] if sources else None
-
-
-# ---------------------------------------------------------------------------------------------
-# Allocated GPUs over time
-# ---------------------------------------------------------------------------------------------
-
-def fitting_resolution(ctx: TraceContext, groups: Sequence[str], resolution_s: int, window: Window,
-                       max_rows: int | None = None) -> int:
-    """`resolution_s`, or the first coarser step of `COARSER_STEPS_S` (a multiple of it) whose
-    series over `window` has at most `max_rows` (default `MAX_SERIES_ROWS`) rows (groups x bins)."""
-    max_rows = MAX_SERIES_ROWS if max_rows is None else max_rows
-    keys = f"count(DISTINCT ({', '.join(groups)}))" if groups else "1"
-    groups_n = ctx.one_row(f"SELECT {keys} AS n FROM {ctx.jobs} WHERE start_time IS NOT NULL AND num_gpus > 0")["n"]
-
-    def rows(step: int) -> int:
-        return int(groups_n or 0) * (math.ceil(window.hi / step) - math.floor(window.lo / step))
-
-    if rows(resolution_s) <= max_rows:
-        return resolution_s
-    for step in COARSER_STEPS_S:
-        if step > resolution_s and step % resolution_s == 0 and rows(step) <= max_rows:
-            return step
-    return max(COARSER_STEPS_S[-1], resolution_s)
-
-
-def allocation_series(ctx: TraceContext, groups: Sequence[str] = ("cluster",),
-                      resolution_s: int = DEFAULT_RESOLUTION_S, with_capacity: bool = True,
-                      window: Window | None = None, steps: str | None = None) -> pl.DataFrame:
-    """Allocated GPUs per time bin and group (definitions `utilization.allocated_gpus_binned`,
-    `utilization.allocated_share_of_capacity`).
-
-    Rows: the `groups` columns (of the canonical jobs: cluster, vc, gpu_type), `bin_start`
-    (TIMESTAMPTZ, aligned on multiples of `resolution_s` from the epoch), `covered_s` (seconds
-    of the bin inside the observation window), `mean_gpus`, `peak_gpus`, and against the
-    preferred capacity source `capacity_gpus`, `mean_share`, `peak_share` (NULL without one).
-    Groups are those with a GPU job that started; each has every bin of the window. `window`
-    and `steps` (a `materialized_steps` table of the same groups) are computed when not given.
-    """
-    window = window or observation_window(ctx)
-    if window is None:
-        return _empty_series(groups)
-    sql = allocation_series_sql(ctx, groups, resolution_s, window, steps, with_capacity)
-    return ctx.query(f"SELECT * FROM {sql} ORDER BY {', '.join([*groups, 'bin_start'])}")
-
-
-def _empty_series(groups: Sequence[str]) -> pl.DataFrame:
-    return pl.DataFrame(schema={**{g: pl.String for g in groups}, "bin_start": pl.Datetime("us", "UTC"),
-                                "covered_s": pl.Float64, "mean_gpus": pl.Float64, "peak_gpus": pl.Float64,
-                                "capacity_gpus": pl.Float64, "mean_share": pl.Float64, "peak_share": pl.Float64})
-
-
-def allocation_series_sql(ctx: TraceContext, groups: Sequence[str], resolution_s: int, window: Window,
-                          steps: str | None = None, with_capacity: bool = True) -> str:
-    """The query of `allocation_series` as a FROM item (unordered)."""
-    res = _double(resolution_s)
-    source = preferred_capacity_source(ctx) if with_capacity else None
-    return f"""(
-WITH {window.cte()},
-{_steps_cte(ctx, groups, window, steps)},
-{_capacity_cte(ctx, groups, [source] if source else [])},
-keys AS ({_keys_sql(groups)}),
-bins AS (
-    SELECT k, greatest(k * {res}, lo) - lo AS a, least((k + 1) * {res}, hi) - lo AS b
-    FROM win, range(CAST(floor(lo / {res}) AS BIGINT), CAST(ceil(hi / {res}) AS BIGINT)) AS r(k)),
-grid AS (SELECT * FROM keys, bins),
-at_start AS (
-    SELECT grid.*, coalesce(s.gpus, 0) AS gpus_at_start, {_integral_sql('grid.a')} AS gs_start
-    FROM grid ASOF LEFT JOIN steps s ON {_same_groups('grid', 's', groups)} AND s.x <= grid.a),
-at_end AS (
-    SELECT at_start.*, {_integral_sql('at_start.b')} AS gs_end
-    FROM at_start ASOF LEFT JOIN steps s ON {_same_groups('at_start', 's', groups)} AND s.x <= at_start.b),
-inside AS (
-    SELECT {_select_groups(groups)}CAST(floor(ts / {res}) AS BIGINT) AS k, max(gpus) AS peak
-    FROM steps, win WHERE x < hi - lo GROUP BY ALL),
-binned AS (
-    SELECT {_select_groups(groups, 'e')}e.k, e.a, e.b - e.a AS covered_s,
-           (e.gs_end - e.gs_start) / nullif(e.b - e.a, 0) AS mean_gpus,
-           greatest(e.gpus_at_start, i.peak) AS peak_gpus
-    FROM at_end e LEFT JOIN inside i ON {_same_groups('e', 'i', groups)} AND e.k = i.k),
-with_capacity AS (
-    SELECT {_select_groups(groups, 'b')}to_timestamp(b.k * {res}) AS bin_start, b.covered_s, b.mean_gpus,
-           b.peak_gpus, CASE WHEN b.a < c.b THEN c.capacity END AS capacity_gpus
-    FROM binned b ASOF LEFT JOIN cap c ON {_same_groups('b', 'c', groups)} AND c.a <= b.a)
-SELECT *, mean_gpus / capacity_gpus AS mean_share, peak_gpus / capacity_gpus AS peak_share
-FROM with_capacity)"""
-
-
-def allocation_vs_capacity(ctx: TraceContext, groups: Sequence[str] = ("cluster",),
-                           window: Window | None = None, steps: str | None = None) -> pl.DataFrame:
-    """Allocated GPUs over the whole observation window per group, against every capacity
-    source of the trace (`utilization.allocated_gpus_binned`, `utilization.allocated_share_of_capacity`).
-
-    Rows: the `groups` columns, `capacity_source` (NULL when the trace has none), `window_start`,
-    `window_end`, `mean_gpus`, `peak_gpus`, `end_gpus` (still allocated at the trace end: held by
-    jobs without an end), `capacity_gpus` (time-weighted mean capacity over the
-    part of the window it covers, `capacity_covered_s`), `mean_share`, `peak_share`. Exact for
-    capacities that change over time: the integral is read at every capacity change, and the
-    peak share is taken at every allocation change and every capacity change.
-    """
-    window = window or observation_window(ctx)
-    if window is None:
-        return pl.DataFrame()
-    return ctx.query(f"""
-WITH {window.cte()},
-{_steps_cte(ctx, groups, window, steps)},
-{_capacity_cte(ctx, groups, capacity_sources(ctx))},
-keys AS ({_keys_sql(groups)}),
-whole AS (SELECT keys.*, hi - lo AS span FROM keys, win),
-totals AS (
-    SELECT w.*, {_integral_sql('w.span')} / nullif(w.span, 0) AS mean_gpus, coalesce(s.gpus, 0) AS end_gpus
-    FROM whole w ASOF LEFT JOIN steps s ON {_same_groups('w', 's', groups)} AND s.x <= w.span),
-peaks AS (
-    SELECT {_select_groups(groups)}max(gpus) AS peak_gpus FROM steps, win WHERE x < hi - lo GROUP BY ALL),
-piece_start AS (
-    SELECT c.*, coalesce(s.gpus, 0) AS gpus_at_a, {_integral_sql('c.a')} AS gs_a
-    FROM cap c ASOF LEFT JOIN steps s ON {_same_groups('c', 's', groups)} AND s.x <= c.a),
-pieces AS (
-    SELECT p.*, {_integral_sql('p.b')} - p.gs_a AS gs
-    FROM piece_start p ASOF LEFT JOIN steps s ON {_same_groups('p', 's', groups)} AND s.x <= p.b),
-step_shares AS (
-    SELECT {_select_groups(groups, 's')}c.source, max(s.gpus / c.capacity) AS share
-    FROM (SELECT steps.*, src.source FROM steps, win, (SELECT DISTINCT source FROM cap) src
-          WHERE steps.x < hi - lo) s
-    ASOF JOIN cap c ON {_same_groups('s', 'c', groups)} AND s.source = c.source AND c.a <= s.x
-    WHERE s.x < c.b GROUP BY ALL),
-shares AS (
-    SELECT {_select_groups(groups)}source, sum(b - a) AS capacity_covered_s,
-           sum(capacity * (b - a)) / sum(b - a) AS capacity_gpus,
-           sum(gs / capacity) / sum(b - a) AS mean_share,
-           max(gpus_at_a / capacity) AS share_at_piece_start
-    FROM pieces GROUP BY ALL)
-SELECT {_select_groups(groups, 't')}sh.source AS capacity_source,
-       to_timestamp(win.lo) AS window_start, to_timestamp(win.hi) AS window_end,
-       t.mean_gpus, coalesce(p.peak_gpus, 0) AS peak_gpus, t.end_gpus,
-       sh.capacity_gpus, sh.capacity_covered_s, sh.mean_share,
-       greatest(sh.share_at_piece_start, ss.share) AS peak_share
-FROM totals t CROSS JOIN win
-LEFT JOIN peaks p ON {_same_groups('t', 'p', groups)}
-LEFT JOIN shares sh ON {_same_groups('t', 'sh', groups)}
-LEFT JOIN step_shares ss ON {_same_groups('sh', 'ss', groups)} AND sh.source = ss.source
-ORDER BY {_select_groups(groups, 't')}capacity_source""")
-
-
-def hour_of_week_profile(ctx: TraceContext, groups: Sequence[str] = ("cluster",), window: Window | None = None,
-                         steps: str | None = None, hourly: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Mean allocated GPUs per local hour of the week and group (`utilization.allocated_hour_of_week`).
-
-    Rows: the `groups` columns, `hour_of_week` (0 = Monday 00:00 local), `weekday` (Monday...),
-    `hour` (local), `mean_gpus`, `observed_h` (hours of the window counted). `hourly`, the
-    3600 s `allocation_series` of the same groups, is computed when not given.
-    """
-    if hourly is None:
-        window = window or observation_window(ctx)
-        if window is None:
-            return pl.DataFrame()
-        hourly = allocation_series(ctx, groups, 3600, with_capacity=False, window=window, steps=steps)
-    local = local_time_sql(ctx, "to_timestamp(bin_start_s)")
-    # Times cross as Unix seconds: DuckDB fails on zone-aware times registered from polars.
-    bins = hourly.select(*groups, pl.col("bin_start").dt.epoch("s").alias("bin_start_s"), "covered_s", "mean_gpus")
-    with registered(ctx, bins, "hourly") as name:
-        return ctx.query(f"""
-            SELECT {_select_groups(groups)}(isodow({local}) - 1) * 24 + hour({local}) AS hour_of_week,
-                   dayname({local}) AS weekday, hour({local}) AS hour,
-                   sum(mean_gpus * covered_s) / sum(covered_s) AS mean_gpus, sum(covered_s) / 3600 AS observed_h
-            FROM {name} GROUP BY ALL ORDER BY {_select_groups(groups)}hour_of_week""")
-
-
-# ---------------------------------------------------------------------------------------------
 # Measured utilisation
 # ---------------------------------------------------------------------------------------------
-
-@contextmanager
-def registered(ctx: TraceContext, frame: pl.DataFrame, stem: str) -> Iterator[str]:
-    """`frame` as a view of the connection for the duration of the block; yields its name."""
-    name = f"ddlx_utilization_{stem}"
-    ctx.con.register(name, frame)
-    try:
-        yield name
-    finally:
-        ctx.con.unregister(name)
-
 
 def pai_gpu_instances_sql(ctx: TraceContext) -> str:
     """A FROM item: sensor rows of GPU instances (task plan_gpu > 0) with a gpu_wrk_util, with
@@ -695,112 +335,6 @@ def pai_usage_ratio_cdf(ctx: TraceContext, usage: str | None = None) -> pl.DataF
 # The module
 # ---------------------------------------------------------------------------------------------
 
-def _started_gpu_jobs(ctx: TraceContext) -> dict[str, int]:
-    """Started GPU jobs (`jobs`), and how many of them have a `vc` and a `gpu_type`."""
-    return ctx.one_row(f"""SELECT count(*) AS jobs, count(vc) AS vc, count(gpu_type) AS gpu_type FROM {ctx.jobs}
-                           WHERE start_time IS NOT NULL AND num_gpus > 0""")
-
-
-def _resolution(ctx: TraceContext) -> int:
-    """`ctx.options["resolution_s"]` (a positive whole number of seconds), else the default."""
-    value = ctx.options.get("resolution_s")
-    if value is None:
-        return DEFAULT_RESOLUTION_S
-    try:
-        resolution = int(value)
-    except (TypeError, ValueError):
-        resolution = 0
-    if resolution <= 0 or resolution != float(value):
-        raise DdlxError(f"resolution_s must be a positive whole number of seconds, not {value!r}")
-    return resolution
-
-
-def _allocation(ctx: TraceContext, result: ModuleResult) -> None:
-    resolution = _resolution(ctx)
-    source = preferred_capacity_source(ctx)
-    cap_defs = tuple(f"capacity.{s}" for s in capacity_sources(ctx))
-    base = ("utilization.allocated_gpus", "utilization.allocated_gpus_binned")
-    share = ("utilization.allocated_share_of_capacity",) if source else ()
-    series_defs = base + share + tuple(f"capacity.{s}" for s in [source] if s)
-
-    if source is None:
-        result.skip("GPU capacity, and allocated GPUs as a share of it",
-                    "the trace documents no GPU capacity (no machine, node or VC size table)")
-    else:
-        result.add("capacity", gpu_capacity(ctx), cap_defs,
-                   "the GPUs of a cluster (and VC, GPU type or day where the source has them) by one source")
-    window = observation_window(ctx)
-    started = _started_gpu_jobs(ctx)
-    if window is None or not started["jobs"]:
-        result.skip("allocated GPUs over time", "no GPU job of the trace has started")
-        return
-
-    dimensions = [d for d in ("vc", "gpu_type") if started[d]]
-    clusters = ctx.one_row(f"SELECT count(DISTINCT cluster) AS n FROM {ctx.jobs}")["n"]
-    with materialized_steps(ctx, ("cluster",), window) as steps:
-        series, step = _series(ctx, result, ("cluster",), resolution, window, steps, series_defs)
-        per_cluster = allocation_vs_capacity(ctx, ("cluster",), window, steps)
-        if not ctx.has_wall_clock:
-            result.skip("allocated GPUs by hour of the week", NO_WALL_CLOCK)
-        else:
-            hourly = series if step == 3600 else None
-            result.add("allocation_hour_of_week", hour_of_week_profile(ctx, ("cluster",), window, steps, hourly),
-                       ("utilization.allocated_hour_of_week",), f"an hour of the week ({ctx.local_tz}) of one cluster")
-    for dimension in ("vc", "gpu_type"):
-        if dimension in dimensions:
-            with materialized_steps(ctx, ("cluster", dimension), window) as steps:
-                _series(ctx, result, ("cluster", dimension), resolution, window, steps, series_defs)
-        else:
-            result.skip(f"allocated GPUs per {dimension}", f"no GPU job of the trace that started has a {dimension}")
-
-    whole, table = per_cluster, per_cluster
-    if clusters > 1:
-        with materialized_steps(ctx, (), window) as steps:
-            whole = allocation_vs_capacity(ctx, (), window, steps)
-        table = pl.concat([whole.with_columns(pl.lit(None, pl.String).alias("cluster")).select(per_cluster.columns),
-                           per_cluster], how="vertical_relaxed")
-    result.add("allocation_vs_capacity", table, base + share + cap_defs,
-               "one cluster (NULL: all clusters together) against one capacity source, over the whole trace")
-
-    candidates = whole.to_dicts()
-    row = next((r for r in candidates if r["capacity_source"] == source), candidates[0] if candidates else None)
-    if row is not None:
-        scope = "all clusters" if clusters > 1 else "the cluster"
-        result.add_finding("allocated_gpus_mean", "mean allocated GPUs", row["mean_gpus"], "GPUs",
-                           "utilization.allocated_gpus_binned", f"{scope}, over the whole trace")
-        result.add_finding("allocated_gpus_peak", "peak allocated GPUs", row["peak_gpus"], "GPUs",
-                           "utilization.allocated_gpus_binned", f"{scope}, over the whole trace")
-        if ctx.open_jobs_run_to_end:
-            result.add_finding("allocated_gpus_at_end", "GPUs still allocated at the trace end (jobs without an end)",
-                               row["end_gpus"], "GPUs", "utilization.allocated_gpus", f"{scope}, at the trace end")
-        else:
-            open_jobs = ctx.one_row(f"""SELECT count(*) AS jobs, coalesce(sum(num_gpus), 0) AS gpus FROM {ctx.jobs}
-                                        WHERE start_time IS NOT NULL AND end_time IS NULL AND num_gpus > 0""")
-            population = (f"{scope}: GPU jobs that started and have no end ({open_jobs['jobs']:,} jobs), "
-                          "left out of allocated GPUs")
-            result.add_finding("unplaced_open_job_gpus", "GPUs asked for by started jobs with no logged end",
-                               open_jobs["gpus"], "GPUs", "utilization.allocated_gpus", population)
-        if source and row["capacity_source"] == source:
-            population = f"{scope}, against capacity.{source} ({row['capacity_gpus']:,.0f} GPUs on average)"
-            result.add_finding("allocated_share_mean", "mean allocated GPUs as a share of capacity", row["mean_share"],
-                               "fraction", "utilization.allocated_share_of_capacity", population)
-            result.add_finding("allocated_share_peak", "peak allocated GPUs as a share of capacity", row["peak_share"],
-                               "fraction", "utilization.allocated_share_of_capacity", population)
-
-
-def _series(ctx: TraceContext, result: ModuleResult, groups: tuple[str, ...], resolution: int, window: Window,
-            steps: str | None, defs: tuple[str, ...]) -> tuple[pl.DataFrame, int]:
-    """Add the allocation series of `groups`, coarsened (and said so) when it would be too long;
-    returns it and its step."""
-    name = f"allocation_by_{groups[-1]}"
-    step = fitting_resolution(ctx, groups, resolution, window)
-    if step != resolution:
-        result.skip(f"{name} at {resolution} s", f"it would exceed {MAX_SERIES_ROWS:,} rows; written at {step} s")
-    frame = result.add(name, allocation_series(ctx, groups, step, window=window, steps=steps), defs,
-                       f"a {step} s time bin of one {' and '.join(groups)}")
-    return frame, step
-
-
 def _measured(ctx: TraceContext, result: ModuleResult) -> None:
     has_sensor = ctx.has("pai_sensor_table", "pai_task_table")
     has_machine = ctx.has("pai_machine_metric")
@@ -895,7 +429,7 @@ def _requests(ctx: TraceContext, result: ModuleResult) -> None:
 
 def analyze(ctx: TraceContext) -> ModuleResult:
     result = ModuleResult("utilization")
-    _allocation(ctx, result)
+    allocation.analyze_allocation(ctx, result)
     _measured(ctx, result)
     _requests(ctx, result)
     return result

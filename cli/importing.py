@@ -1,4 +1,4 @@
-"""`ddlx datasets import`: parse the options, call `ddlx.datasets.imports`, print what ingest printed.
+"""`ddlx datasets import`: parse the options, call `ddlx.datasets.importers`, print what ingest printed.
 
 Malformed options become `typer.BadParameter` (exit 2); bad input files and names are library
 errors that `ddlx.cli.main.run` prints as one `Error:` line (exit 1).
@@ -48,7 +48,7 @@ def datasets_import(
     """Import a job table of your own (any columns, ITP or Slurm) as a dataset in the catalog."""
     from ddlx.datasets.catalog import catalog_path, read_registrations
     from ddlx.datasets.home import resolve_data_home
-    from ddlx.datasets.imports import ImportSpecError, build_spec, import_with_spec
+    from ddlx.datasets.importers import ImportSpecError, build_spec, import_with_spec
 
     home = resolve_data_home(data_home)
     try:

@@ -16,7 +16,7 @@ import pytest
 from ddlx.analysis import durations
 from ddlx.analysis.context import open_trace
 from ddlx.analysis.definitions import registry
-from ddlx.datasets.imports import import_dataset
+from ddlx.datasets.importers import import_dataset
 from tests.conftest import SHARED_TRACES
 
 # Nine jobs; times in seconds from the epoch. The trace end is the last time any job records:

@@ -13,7 +13,7 @@ import pytest
 from ddlx.analysis import failures
 from ddlx.analysis.context import open_trace
 from ddlx.analysis.definitions import registry
-from ddlx.datasets.imports import import_dataset
+from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
 from tests.test_philly_ingest import write_philly_release
 

@@ -18,7 +18,7 @@ from ddlx.analysis.context import open_trace
 from ddlx.analysis.definitions import get_definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.runner import run_analysis
-from ddlx.datasets.imports import import_dataset
+from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
 from ddlx.datasets.traces.pai import schema as pai_schema
 from ddlx.reports.results import write_results

@@ -19,7 +19,7 @@ import pytest
 from ddlx.analysis import time_patterns, users
 from ddlx.analysis.context import TraceContext, open_trace
 from ddlx.analysis.runner import run_analysis
-from ddlx.datasets.imports import import_dataset
+from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
 from tests.conftest import SHARED_TRACES, needs_shared_traces, row_where, write_pai_release
 

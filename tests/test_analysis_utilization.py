@@ -19,12 +19,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ddlx.analysis import utilization
+from ddlx.analysis import allocation, utilization
 from ddlx.analysis.capacity import gpu_capacity
 from ddlx.analysis.context import open_trace
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.runner import run_analysis
-from ddlx.datasets.imports import import_dataset
+from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import DdlxError
 from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
@@ -121,7 +121,7 @@ def test_a_finer_resolution_and_bins_cut_by_the_window(sweep_home: Path) -> None
 
 def test_too_long_series_are_written_coarser_and_said_so(sweep_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # At 60 s the window has 200 bins: 200 rows for the cluster, 400 for the two VCs.
-    monkeypatch.setattr(utilization, "MAX_SERIES_ROWS", 300)
+    monkeypatch.setattr(allocation, "MAX_SERIES_ROWS", 300)
     result = analyze(sweep_home, "lab", resolution_s=60)
     assert result.table("allocation_by_cluster").height == 200
     # 400 > 300: the first coarser step that fits is 300 s (2 VCs x 40 bins).

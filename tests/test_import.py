@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from ddlx.datasets import catalog
-from ddlx.datasets.imports import build_spec, import_dataset, parse_mapping
+from ddlx.datasets.importers import build_spec, import_dataset, parse_mapping
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import UnknownDatasetError
 from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release

@@ -22,7 +22,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes, dic
 
     Shared by the tests of this module: each one fails to import and checks it is still as it was.
     """
-    from ddlx.datasets.imports import import_dataset
+    from ddlx.datasets.importers import import_dataset
     from ddlx.datasets.ingest import ingest
 
     root = tmp_path_factory.mktemp("imported")

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from ddlx.analysis.context import open_trace
-from ddlx.datasets.imports import import_dataset
+from ddlx.datasets.importers import import_dataset
 from ddlx.predict.features import FEATURE_NAMES, PredictError, exclusion_counts, frame_features, trace_features
 
 BASE = datetime(2024, 1, 1, tzinfo=timezone.utc)  # a Monday, 08:00 in Asia/Shanghai (UTC+8)

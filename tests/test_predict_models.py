@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from ddlx.datasets import catalog
-from ddlx.datasets.imports import import_dataset
+from ddlx.datasets.importers import import_dataset
 from ddlx.predict import ModelFileError, PredictError, load_predictor, metrics, train
 from ddlx.predict.artifacts import CARD_FILE, MODEL_FILE
 from ddlx.predict.models import (

@@ -21,7 +21,7 @@ from ddlx.analysis.definitions import registry
 from ddlx.analysis.model import AnalysisResult, ModuleResult, ResultTable
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.catalog import read_registrations
-from ddlx.datasets.imports import import_dataset
+from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
 from ddlx.datasets.synthetic import home_with_jobs_or_sample
 from ddlx.errors import CatalogError

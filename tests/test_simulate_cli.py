@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from ddlx.cli.simulate import simulate_command
-from ddlx.datasets.imports import import_dataset
+from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
 from tests.conftest import assert_clean_failure, write_pai_release
 

@@ -66,7 +66,7 @@ def templates(bases: dict[str, Base], tmp_path_factory: pytest.TempPathFactory) 
     """target -> its `Template`. The three importers share one (so a name can clash with another
     dataset of the catalog)."""
     from ddlx.datasets.catalog import read_registrations
-    from ddlx.datasets.imports import import_dataset
+    from ddlx.datasets.importers import import_dataset
     from ddlx.datasets.ingest import ingest
 
     root = tmp_path_factory.mktemp("templates")
