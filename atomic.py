@@ -43,12 +43,12 @@ def fsync_folder(path: Path) -> None:
 
 def fsync_tree(folder: Path) -> None:
     """Flush every file below `folder`, then the folders themselves."""
-    for path in sorted(folder.rglob("*")):
+    paths = sorted(folder.rglob("*"))
+    for path in paths:
         if path.is_file() and not path.is_symlink():
             fsync_file(path)
-    for path in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
+    for path in [*reversed([p for p in paths if p.is_dir() and not p.is_symlink()]), folder]:
         fsync_folder(path)
-    fsync_folder(folder)
 
 
 @contextlib.contextmanager

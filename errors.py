@@ -7,6 +7,9 @@ step, a system condition); anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class DdlxError(Exception):
     """Base class of every error that ddlx reports to a user as one line."""
@@ -87,6 +90,13 @@ _DUCKDB_SYSTEM_MESSAGES = {
 }
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (DuckDB's carry context lines after it), or the error's
+    type when the message is empty."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def os_error_remedy(exc: OSError) -> str:
     """A short remedy for an operating-system error (its errno), e.g. 'the disk is full; ...'."""
     import errno
@@ -139,6 +149,23 @@ def condition_text(name: str) -> str:
     return os.strerror(code) if code is not None else name
 
 
+@contextlib.contextmanager
+def storage_errors(path: object, doing: str,
+                   catch: tuple[type[BaseException], ...] = (Exception,)) -> Iterator[None]:
+    """Turn an error of the kinds `catch` raised in the block into a `StorageError` when it is a
+    system condition met while `doing` something with `path` (see `storage_error`); other errors,
+    and ddlx's own, pass unchanged."""
+    try:
+        yield
+    except DdlxError:
+        raise
+    except catch as exc:
+        error = storage_error(exc, path, doing)
+        if error is None:
+            raise
+        raise error from None
+
+
 def read_error(exc: BaseException, source: str, problem: str, written: object) -> DdlxError:
     """The error to raise when reading `source` (while writing `written`) failed with `exc`: a
     `StorageError` naming `written` when the cause is the system (disk full, a file-size limit,
@@ -146,6 +173,4 @@ def read_error(exc: BaseException, source: str, problem: str, written: object) -
     system = storage_error(exc, written, f"reading {source}") if not isinstance(exc, OSError) else None
     if system is not None:
         return system
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
-    return InputError(source, f"{problem} ({first})")
+    return InputError(source, f"{problem} ({first_line(exc)})")

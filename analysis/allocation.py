@@ -29,7 +29,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
-import duckdb
 import polars as pl
 
 from ddlx.analysis.capacity import capacity_sources, gpu_capacity, gpu_capacity_sql
@@ -37,7 +36,7 @@ from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.sql import allocation_events_sql, local_time_sql, trace_end_sql
-from ddlx.errors import CatalogError, DdlxError
+from ddlx.errors import DdlxError
 
 #: Default step of the allocation time series, seconds (`ctx.options["resolution_s"]` overrides it).
 DEFAULT_RESOLUTION_S = 3600
@@ -166,24 +165,16 @@ def integrable_steps_sql(ctx: TraceContext, groups: Sequence[str], window: Windo
     WINDOW w AS ({partition}ORDER BY x ROWS UNBOUNDED PRECEDING)"""
 
 
-def _execute(ctx: TraceContext, sql: str) -> None:
-    try:
-        ctx.con.execute(sql)
-    except duckdb.Error as exc:
-        message = str(exc).strip().splitlines()[0]
-        raise CatalogError(f"{ctx.trace}: analysis query failed: {message}") from None
-
-
 @contextmanager
 def materialized(ctx: TraceContext, sql: str, stem: str) -> Iterator[str]:
     """The query `sql` as a temporary table for the duration of the block (several results read
     it); yields its name."""
     name = f"ddlx_utilization_{stem}"
-    _execute(ctx, f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
+    ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
     try:
         yield name
     finally:
-        _execute(ctx, f"DROP TABLE IF EXISTS {name}")
+        ctx.execute(f"DROP TABLE IF EXISTS {name}")
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from ddlx.datasets import catalog
 from ddlx.datasets.canonical import jobs_table_name
 from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.traces import TRACES
-from ddlx.errors import CatalogError
+from ddlx.errors import CatalogError, first_line
 
 #: The zone used for hours and weekdays when a trace has none (its times are offsets, e.g. v2023).
 FALLBACK_TZ = "UTC"
@@ -71,8 +71,17 @@ class TraceContext:
         try:
             return self.con.sql(sql).pl()
         except duckdb.Error as exc:
-            message = str(exc).strip().splitlines()[0]
-            raise CatalogError(f"{self.trace}: analysis query failed: {message}") from None
+            raise self._failed(exc) from None
+
+    def execute(self, sql: str) -> None:
+        """Run a statement that returns nothing to keep (e.g. CREATE TEMP TABLE); errors as `query`."""
+        try:
+            self.con.execute(sql)
+        except duckdb.Error as exc:
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: duckdb.Error) -> CatalogError:
+        return CatalogError(f"{self.trace}: analysis query failed: {first_line(exc)}")
 
     def one_row(self, sql: str) -> dict[str, Any]:
         """The first row of `sql` as a dict."""

@@ -26,7 +26,7 @@ from ddlx.atomic import fsync_file, fsync_folder
 from ddlx.datasets import store
 from ddlx.datasets.canonical import conform_jobs_sql, empty_jobs_sql, jobs_table_name
 from ddlx.datasets.sqltext import quote_identifier, sql_string
-from ddlx.errors import CatalogError, StorageError, storage_error
+from ddlx.errors import CatalogError, StorageError, first_line, storage_error
 
 CATALOG_FILE = "catalog.duckdb"
 REGISTRY_TABLE = "ddlx_datasets"
@@ -92,12 +92,6 @@ def _registrations(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, Regi
         )
         for row in rows
     }
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an error's message (DuckDB's carry context lines after it)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def write_catalog(home: Path, registrations: dict[str, Registration]) -> Path:

@@ -41,7 +41,7 @@ from ddlx.datasets.download import read_first_seen
 from ddlx.datasets.home import store_dir
 from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.validation import run_checks, run_figures
-from ddlx.errors import DdlxError, UnknownDatasetError, storage_error
+from ddlx.errors import DdlxError, UnknownDatasetError, first_line, storage_error, storage_errors
 
 #: Bump when the stored tables or the manifest change shape, so unchanged inputs are ingested again.
 INGEST_FORMAT = 2
@@ -94,11 +94,9 @@ def _is_up_to_date(previous: catalog.Registration, adapter: TraceAdapter,
 def _ingest_lock(home: Path) -> Iterator[None]:
     """Hold an exclusive lock on the data home for the length of an ingest (POSIX only)."""
     with contextlib.ExitStack() as held:
-        try:
+        with storage_errors(home, "preparing the data home", (OSError,)):
             home.mkdir(parents=True, exist_ok=True)
             held.enter_context(folder_lock(home / ".ingest.lock"))
-        except OSError as exc:
-            raise storage_error(exc, home, "preparing the data home") from None
         yield
 
 
@@ -213,7 +211,7 @@ def _create_views(con: duckdb.DuckDBPyConnection, adapter: TraceAdapter, staging
 def _build_error(adapter: TraceAdapter, name: str, exc: duckdb.Error, staging: Path) -> DdlxError:
     """A system condition (disk full...) met while building `name`, else a failed derivation."""
     return storage_error(exc, staging.parent, f"building {name}") or DdlxError(
-        f"{adapter.name}: cannot build {name} from the stored tables ({catalog.first_line(exc)})")
+        f"{adapter.name}: cannot build {name} from the stored tables ({first_line(exc)})")
 
 
 def _run_checks(con: duckdb.DuckDBPyConnection, adapter: TraceAdapter,
@@ -262,14 +260,10 @@ def ingest_with(adapter: TraceAdapter, source: Path, home: Path, tables: Sequenc
         root = store_dir(home, adapter.name)
         staging = root / f".staging-{uuid.uuid4().hex[:12]}"
         try:
-            (staging / "tmp").mkdir(parents=True)
-            return _ingest_into(adapter, parts, home, root, staging, previous, registrations,
-                                marker, max_rejected_rows, say)
-        except (OSError, duckdb.Error, MemoryError) as exc:
-            error = storage_error(exc, staging.parent, f"ingesting {adapter.name}")
-            if error is None:
-                raise
-            raise error from None
+            with storage_errors(staging.parent, f"ingesting {adapter.name}", (OSError, duckdb.Error, MemoryError)):
+                (staging / "tmp").mkdir(parents=True)
+                return _ingest_into(adapter, parts, home, root, staging, previous, registrations,
+                                    marker, max_rejected_rows, say)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
             for folder in (root, root.parent):  # folders a failed first ingest made, if empty

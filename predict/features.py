@@ -36,7 +36,7 @@ import polars as pl
 
 from ddlx.datasets.sqltext import quote_identifier
 from ddlx.datasets.timezones import wall_clock_from_utc_sql
-from ddlx.errors import DdlxError
+from ddlx.errors import DdlxError, first_line
 
 #: Bumped whenever a feature's definition changes; a model card of another version is refused.
 FEATURE_VERSION = 1
@@ -197,8 +197,7 @@ def _run(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> pl.DataFrame:
     try:
         return con.sql(sql).pl()
     except duckdb.Error as exc:
-        message = str(exc).strip().splitlines()[0]
-        raise PredictError(f"{where}: feature query failed: {message}") from None
+        raise PredictError(f"{where}: feature query failed: {first_line(exc)}") from None
 
 
 def trace_source_sql(jobs: str) -> str:

@@ -61,7 +61,7 @@ def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
     from ddlx.analysis.runner import run_analysis
     from ddlx.atomic import replace_folder
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
-    from ddlx.errors import storage_error
+    from ddlx.errors import storage_errors
     from ddlx.reports.render import write_report_files
     from ddlx.reports.results import check_results_folder, write_results_into
 
@@ -77,10 +77,5 @@ def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
         return write_report_files(report, tmp).relative_to(tmp)
 
     check_results_folder(out_dir)
-    try:
+    with storage_errors(out_dir, "writing the compare report"):  # OSError, or polars' and DuckDB's reports
         return out_dir / replace_folder(out_dir, build), report
-    except Exception as exc:  # OSError, or a system condition reported by polars or DuckDB
-        error = storage_error(exc, out_dir, "writing the compare report")
-        if error is None:
-            raise
-        raise error from None

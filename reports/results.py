@@ -11,7 +11,7 @@ import polars as pl
 
 from ddlx.analysis.model import AnalysisResult, table_file
 from ddlx.atomic import replace_folder
-from ddlx.errors import StorageError, storage_error
+from ddlx.errors import StorageError, storage_errors
 from ddlx.reports.text import json_value
 
 SYNTHETIC_LABEL = "SYNTHETIC"
@@ -40,13 +40,8 @@ def write_results(result: AnalysisResult, out_dir: Path, with_report: bool = Fal
     """
     out_dir = Path(out_dir)
     check_results_folder(out_dir)
-    try:
+    with storage_errors(out_dir, "writing the results"):  # OSError, or polars' and DuckDB's reports of one
         written = replace_folder(out_dir, lambda tmp: write_results_into(result, tmp, with_report))
-    except Exception as exc:  # OSError, or a system condition reported by polars or DuckDB
-        error = storage_error(exc, out_dir, "writing the results")
-        if error is None:
-            raise
-        raise error from None
     return [out_dir / path for path in written]
 
 

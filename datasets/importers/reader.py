@@ -33,7 +33,7 @@ from ddlx.datasets.ranges import ValueRange
 from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_from_zone_sql
 from ddlx.datasets.validation import Check, Figure
-from ddlx.errors import InputError, read_error
+from ddlx.errors import InputError, first_line, read_error
 
 if TYPE_CHECKING:
     from ddlx.datasets.ingest import IngestResult
@@ -362,8 +362,7 @@ def _load_parquet(con: duckdb.DuckDBPyConnection, spec: ImportSpec, local: Local
     try:
         described = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
     except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise InputError(display, f"cannot be read as Parquet ({first})") from None
+        raise InputError(display, f"cannot be read as Parquet ({first_line(exc)})") from None
     types = {row[0]: str(row[1]) for row in described}
     _check_columns(spec, display, list(types))
     numbers = spec.number_columns()

@@ -81,7 +81,7 @@ from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_from_offset_sql
 from ddlx.datasets.traces.philly.release import RELEASE as PHILLY
 from ddlx.datasets.validation import Check, Figure
-from ddlx.errors import InputError
+from ddlx.errors import InputError, first_line
 
 TRACE = "philly"
 
@@ -400,7 +400,7 @@ def load_job_log(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Pat
             raise json_problem(path, display, "a value of the wrong JSON type")
         con.execute(f"CREATE OR REPLACE TEMP TABLE {_RAW_JOBS} AS {_job_text_sql()}")
     except duckdb.Error as exc:
-        raise json_problem(path, display, str(exc).strip().splitlines()[0]) from None
+        raise json_problem(path, display, first_line(exc)) from None
     finally:
         con.execute(f"DROP TABLE IF EXISTS {_RAW_JSON}")
     try:
