@@ -54,16 +54,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "utilization.allocated_gpus", "Allocated GPUs", "GPUs",
         "GPUs held by jobs at an instant t: the sum of gpu_request.job_total over the jobs with "
         "start_time <= t < end_time. A job that started and has no end (still running) holds its "
-        "GPUs to the trace end, except in PAI, where such jobs (status Running) are left out: their "
-        "ends were not logged, and together they ask for several times the cluster's GPUs, so they "
-        "cannot have all been running at the trace end (their number and GPUs are a finding). A job "
-        "that never started holds none; fractions count as requested. "
-        "PAI: from the job's first instance start to the job's end, all its requested GPUs "
-        "(instances that start later or end earlier are not followed); Philly: from the first "
-        "attempt's start to the last attempt's end with the GPUs of its largest attempt (gaps "
-        "between attempts count as held); Helios and Acme: start_time to end_time; Alibaba v2023: "
-        "scheduled_time to deletion_time; imported tables: the mapped start (else the submission) "
-        "to the end.",
+        "GPUs to the trace end, except in a trace whose started jobs without an end are ends that "
+        "were not logged: there such jobs are left out (their number and GPUs are a finding). A job "
+        "that never started holds none; fractions count as requested. {derivations}.",
     ),
     Definition(
         "utilization.allocated_gpus_binned", "Allocated GPUs per time bin", "GPUs",
@@ -78,9 +71,8 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "utilization.allocated_share_of_capacity", "Allocated GPUs as a share of capacity", "fraction",
         "utilization.allocated_gpus divided by the GPU capacity valid at the same time for the same "
-        "scope, from the trace's preferred capacity source (capacity.helios_vc_capacity, "
-        "capacity.pai_machine_spec, capacity.pai_v2023_nodes, else capacity.philly_gpu_util; "
-        "Philly's machine list, capacity.philly_machine_list, is reported beside it). A cluster's "
+        "scope, from the trace's preferred capacity source (capacity.<source>: the source of "
+        "preference 1 in its gpu_capacity view; any other source is reported beside it). A cluster's "
         "capacity is the sum over its VCs or GPU types; a VC or a GPU type has one only where the "
         "source gives that dimension. Per bin: mean_share = mean_gpus / capacity valid at the bin's "
         "start, peak_share = peak_gpus / that capacity. Over the trace: mean_share is the "
@@ -225,7 +217,7 @@ def _capacity_cte(ctx: TraceContext, groups: Sequence[str], sources: Sequence[st
 
 
 def preferred_capacity_source(ctx: TraceContext) -> str | None:
-    """The capacity source shares are taken against (`capacity.SOURCE_PREFERENCE`), if any."""
+    """The capacity source shares are taken against (the trace's preferred one), if any."""
     sources = capacity_sources(ctx)
     return sources[0] if sources else None
 

@@ -1,7 +1,10 @@
 """What an analysis module reads: one trace of the catalog, through a read-only DuckDB connection.
 
-Modules never open raw files: they query the catalog's canonical `jobs` view (restricted to the
-trace) and the trace's own tables (`pai_task_table`, `philly_gpu_util`, ...) by name.
+Modules never open raw files, and never ask which trace they read: they query the catalog's
+canonical `jobs` view (restricted to the trace) and the canonical views the trace publishes
+(`gpu_capacity`, `attempts`, ...: `ddlx.datasets.canonical.VIEWS`), opened under those names on
+the connection, and ask whether a view is present (`has_view`). Science that only one trace's
+records allow is declared by that trace (`ddlx.analysis.trace_parts`).
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ import duckdb
 import polars as pl
 
 from ddlx.datasets import catalog
-from ddlx.datasets.canonical import jobs_table_name
+from ddlx.datasets.canonical import VIEWS, jobs_table_name
 from ddlx.datasets.sqltext import sql_string
-from ddlx.datasets.traces import TRACES
+from ddlx.datasets.trace_info import TraceInfo
+from ddlx.datasets.traces import TRACES, trace_part
 from ddlx.errors import CatalogError, first_line
 
-#: The zone used for hours and weekdays when a trace has none (its times are offsets, e.g. v2023).
+#: The zone used for hours and weekdays when a trace has none (its times are offsets from an undisclosed start).
 FALLBACK_TZ = "UTC"
 
 #: Why hour-of-day and weekday results are skipped on a trace without a wall clock.
@@ -33,10 +37,11 @@ class TraceContext:
 
     `tables` are the catalog's tables and views of this trace; `source_tz` the IANA zone of its
     local wall clock; `has_wall_clock` False when its times are offsets from an undisclosed start
-    (Alibaba v2023), so that hours of day and weekdays mean nothing. `open_jobs_run_to_end` False
-    when a started job without an end is an unlogged end, not a job running at the trace end (PAI).
-    `options` are the caller's settings for the modules (e.g. `resolution_s`, the step of
-    utilisation time series).
+    (see `TraceInfo.wall_clock`), so that hours of day and weekdays mean nothing. `open_jobs_run_to_end`
+    False when a started job without an end is an unlogged end, not a job running at the trace end.
+    `views` are the canonical views the trace publishes, open under their names; `info` the release
+    facts of a registered trace (None for an imported dataset). `options` are the caller's settings
+    for the modules (e.g. `resolution_s`, the step of utilisation time series).
     """
 
     home: Path
@@ -48,6 +53,8 @@ class TraceContext:
     has_wall_clock: bool = True
     open_jobs_run_to_end: bool = True
     provenance: dict[str, Any] = field(default_factory=dict)
+    views: set[str] = field(default_factory=set)
+    info: TraceInfo | None = None
     options: dict[str, Any] = field(default_factory=dict)
     #: Closes the connection and lets go of the store versions it holds (`catalog.reading`).
     held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
@@ -65,6 +72,15 @@ class TraceContext:
     def has(self, *tables: str) -> bool:
         """True when every one of `tables` is in the catalog for this trace."""
         return all(table in self.tables for table in tables)
+
+    def has_view(self, *views: str) -> bool:
+        """True when the trace publishes every one of the canonical `views` (names of `VIEWS`)."""
+        return all(view in self.views for view in views)
+
+    @property
+    def label(self) -> str:
+        """How prose names the trace ("Philly"; an imported dataset by its name)."""
+        return (self.info.label if self.info else "") or self.trace
 
     def query(self, sql: str) -> pl.DataFrame:
         """Run `sql` on the catalog; `CatalogError` with DuckDB's first line when it fails."""
@@ -142,4 +158,17 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
     return TraceContext(home=home, trace=trace, con=con, tables=tables, synthetic=registration.synthetic,
                         source_tz=zone[0], has_wall_clock=known.wall_clock if known else True,
                         open_jobs_run_to_end=known.open_jobs_run_to_end if known else True,
-                        provenance=provenance, held=held)
+                        provenance=provenance, views=_open_views(con, trace, tables), info=known, held=held)
+
+
+def _open_views(con: duckdb.DuckDBPyConnection, trace: str, tables: set[str]) -> set[str]:
+    """Open the canonical views `trace` publishes over its `tables` as temporary views of `con`,
+    conformed to their declared columns; returns their names."""
+    module = trace_part(trace, "views")
+    published: dict[str, str] = module.canonical_views(tables) if module else {}
+    for name, select in published.items():
+        try:
+            con.execute(f"CREATE TEMP VIEW {name} AS {VIEWS[name].conform_sql(select)}")
+        except duckdb.Error as exc:
+            raise CatalogError(f"{trace}: canonical view {name} cannot be opened: {first_line(exc)}") from None
+    return set(published)

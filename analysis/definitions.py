@@ -3,12 +3,14 @@
 Every result that ddlx writes lists the ids of the definitions it used, so a reader can tell
 exactly what "queueing delay" or "failed" meant. Ids are stable; a changed meaning gets a new id.
 The definitions of the canonical job model are below; each analysis module declares its own at
-its top (`DEFINITIONS`), and `registry()` gathers them all, refusing an id declared twice.
+its top (`DEFINITIONS`), as does each trace folder for its canonical views and its own analyses;
+`registry()` gathers them all, refusing an id declared twice. How each trace derives a shared
+definition is written by the trace (`DERIVATIONS`), never here.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 
 from ddlx.errors import DdlxError
@@ -22,37 +24,26 @@ class Definition:
     text: str
 
 
+#: Where a definition's text says `{derivations}`, the registry puts how each trace derives it:
+#: "<trace label>: <derivation>; ..." from the `DERIVATIONS` its folder's `views` module declares
+#: (and the importer's, for imported tables). A definition reads the same for every trace.
+DERIVATIONS_MARK = "{derivations}"
+
 #: Definitions of the canonical job model (`jobs`), shared by every module.
 CORE_DEFINITIONS = (
     Definition(
         "queue_delay.submit_to_first_start", "Queueing delay", "s",
-        "Seconds from job submission to the first moment any part of the job ran. "
-        "PAI: job start_time (the submission) to the earliest instance start_time; Philly: "
-        "submitted_time to the first attempt's start; Helios and Acme: submit_time to start_time; "
-        "Alibaba v2023: pod creation_time to scheduled_time; imported tables: the mapped submit "
-        "and start columns (none when no start is mapped). Jobs that never started have none "
-        "and are left out of quantiles.",
-    ),
-    Definition(
-        "pai.queue_delay.submit_to_first_task_start", "PAI queueing delay, official notes", "s",
-        "Seconds from the job's start_time (submission) to its earliest task start_time, as the "
-        "PAI release notes read job wait.",
+        "Seconds from job submission to the first moment any part of the job ran. {derivations}. "
+        "Jobs that never started have none and are left out of quantiles.",
     ),
     Definition(
         "runtime.first_start_to_last_end", "Run time", "s",
-        "Seconds from the first start of any part of the job to the job's end. PAI: earliest "
-        "instance start_time to the job's end_time; Philly: first attempt start to last attempt "
-        "end; Helios and Acme: start_time to end_time; Alibaba v2023: scheduled_time to "
-        "deletion_time; imported tables: the mapped duration, or end - start. Jobs still running "
-        "or never started have none.",
+        "Seconds from the first start of any part of the job to the job's end. {derivations}. "
+        "Jobs still running or never started have none.",
     ),
     Definition(
         "gpu_request.job_total", "GPUs requested by a job", "GPUs",
-        "GPUs the whole job asks for, fractions allowed. PAI: sum over the job's tasks of "
-        "inst_num * plan_gpu / 100 (plan_gpu is percent of one GPU per instance; empty counts as 0); "
-        "Philly: GPUs listed in the detail of the job's largest attempt; Helios and Acme: gpu_num; "
-        "Alibaba v2023: gpu_milli / 1000 when num_gpu is 1, else num_gpu; imported tables: the "
-        "mapped gpus column.",
+        "GPUs the whole job asks for, fractions allowed. {derivations}.",
     ),
     Definition(
         "gpu_job.requests_gpu", "GPU job", "jobs",
@@ -60,8 +51,8 @@ CORE_DEFINITIONS = (
     ),
     Definition(
         "gpu_request.fractional", "Fractional-GPU job", "jobs",
-        "A GPU job in which some instance asks for a part of a GPU (PAI: plan_gpu not a multiple "
-        "of 100), so it shares a GPU with other work.",
+        "A GPU job in which some instance asks for a part of a GPU, so it shares a GPU with other "
+        "work. {derivations}.",
     ),
     Definition(
         "gpu_time.request_x_runtime", "GPU-time", "GPU-hours",
@@ -70,11 +61,8 @@ CORE_DEFINITIONS = (
     ),
     Definition(
         "state.canonical", "Final state", "jobs",
-        "Canonical job state; completed is the only success. PAI: Terminated -> completed, "
-        "Failed -> failed, Running -> running (still running at trace end), Waiting -> pending. "
-        "Philly: Pass -> completed, Killed -> cancelled, Failed -> failed. Helios and Acme: "
-        "COMPLETED -> completed, CANCELLED -> cancelled, FAILED, TIMEOUT and NODE_FAIL -> failed. "
-        "Each trace's page in docs/traces/ gives its full mapping.",
+        "Canonical job state; completed is the only success. {derivations}. Each trace's page in "
+        "docs/traces/ gives its full mapping.",
     ),
     Definition(
         "gpu_request.bucket", "GPU-request bucket", "GPUs",
@@ -84,16 +72,39 @@ CORE_DEFINITIONS = (
 )
 
 
+def _declared() -> tuple[tuple[Definition, ...], list[tuple[str, dict[str, str]]]]:
+    """Every declared definition (core, analysis modules, trace folders) and each trace's (and the
+    importer's) derivations as (label, {definition id: text})."""
+    from ddlx.analysis.modules import MODULES, load
+    from ddlx.datasets import importers
+    from ddlx.datasets.traces import OPTIONAL_PARTS, trace_parts
+
+    declared = CORE_DEFINITIONS + tuple(d for name in MODULES for d in load(name).DEFINITIONS)
+    for part in OPTIONAL_PARTS:
+        declared += tuple(d for _, module in trace_parts(part) for d in getattr(module, "DEFINITIONS", ()))
+    derivations = [(info.label or info.name, getattr(module, "DERIVATIONS", {}))
+                   for info, module in trace_parts("views")]
+    derivations.append((importers.LABEL, importers.DERIVATIONS))
+    return declared, derivations
+
+
+def _with_derivations(definition: Definition, derivations: list[tuple[str, dict[str, str]]]) -> Definition:
+    if DERIVATIONS_MARK not in definition.text:
+        return definition
+    parts = "; ".join(f"{label}: {texts[definition.id]}" for label, texts in derivations if definition.id in texts)
+    return replace(definition, text=definition.text.replace(DERIVATIONS_MARK, parts or "as the trace records it"))
+
+
 @lru_cache(maxsize=None)
 def registry() -> dict[str, Definition]:
-    """Every definition: the core ones and those each analysis module declares."""
-    from ddlx.analysis.modules import MODULES, load
-
+    """Every definition: the core ones, those each analysis module declares and those each trace
+    folder declares (its canonical views' and its own analyses'), with the traces' derivations."""
+    declared, derivations = _declared()
     found: dict[str, Definition] = {}
-    for definition in CORE_DEFINITIONS + tuple(d for name in MODULES for d in load(name).DEFINITIONS):
+    for definition in declared:
         if definition.id in found:
             raise DdlxError(f"metric definition '{definition.id}' is declared twice")
-        found[definition.id] = definition
+        found[definition.id] = _with_derivations(definition, derivations)
     return found
 
 

@@ -2,7 +2,8 @@
 
 Final-state mixes by count and GPU-time (overall, by GPU bucket, by user and by VC), the time to
 failure, the GPU-time lost to failed and cancelled jobs, the failure rate against job size, and
-attempts and retries where the trace records them (Philly's `philly_attempts`).
+attempts and retries where the trace publishes its scheduling attempts (the canonical `attempts`
+view).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.overview import state_mix
 from ddlx.analysis.sql import GPU_BUCKET_SQL, GPU_HOURS_SQL, cdf_table, quantile_columns_sql, sort_buckets
+from ddlx.datasets.canonical import ATTEMPTS
 from ddlx.datasets.sqltext import quote_identifier
 
 DEFINITIONS: tuple[Definition, ...] = (
@@ -33,7 +35,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "failures.time_to_failure", "Time to failure", "s",
         "Run time (runtime.first_start_to_last_end) of a job whose final state is failed: seconds "
         "from its first start to its end. Failed jobs that never started, or whose start is not "
-        "recorded (e.g. Philly jobs without an attempt), have none and are left out of quantiles "
+        "recorded (e.g. jobs without a recorded attempt), have none and are left out of quantiles "
         "and CDFs but counted in failed_jobs.",
     ),
     Definition(
@@ -54,23 +56,23 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "runtime.sum_of_attempts", "Run time summed over attempts", "s",
         "Seconds the job's scheduling attempts ran: the sum over its attempts of attempt end - "
-        "attempt start (Philly: philly_attempts.duration_s). Unlike runtime.first_start_to_last_end "
-        "it leaves out the gaps between attempts (waiting to be scheduled again). Attempts without "
-        "a start or an end (including a last attempt still running at the trace end) add none. "
-        "Only traces that record attempts (Philly).",
+        "attempt start (duration_s of the canonical attempts view). Unlike "
+        "runtime.first_start_to_last_end it leaves out the gaps between attempts (waiting to be "
+        "scheduled again). Attempts without a start or an end (including a last attempt still "
+        "running at the trace end) add none. Only traces that publish attempts. {derivations}.",
     ),
     Definition(
         "failures.attempts_per_job", "Attempts per job and retries", "attempts",
-        "Philly: the scheduling attempts a job has in the job log (its rows in philly_attempts), "
-        "0 for a job never scheduled. A job is retried when it has more than one attempt; the "
+        "The scheduling attempts a job has (its rows in the canonical attempts view), 0 for a job "
+        "never scheduled. A job is retried when it has more than one attempt; the "
         "share retried divides by the jobs with at least one attempt.",
     ),
     Definition(
         "failures.gpu_time_of_attempts", "GPU-time of attempts", "GPU-hours",
-        "Philly: the sum over a job's attempts of the attempt's GPUs (entries of its detail gpus "
-        "lists) times its duration (runtime.sum_of_attempts, per attempt), in GPU-hours; attempts "
+        "The sum over a job's attempts of the attempt's GPUs (num_gpus of the attempts view) times "
+        "its duration (runtime.sum_of_attempts, per attempt), in GPU-hours; attempts "
         "without a start or an end add none. 'Before the last attempt' is the same sum over every "
-        "attempt but the job's last: GPU-time spent on runs that were followed by a retry.",
+        "attempt but the job's last: GPU-time spent on runs that were followed by a retry. {derivations}.",
     ),
 )
 
@@ -230,16 +232,16 @@ def failure_rate_by_gpu_bucket(ctx: TraceContext) -> pl.DataFrame:
 def _attempts_per_job_sql(ctx: TraceContext) -> str:
     """A FROM item: per job of the trace its state, gpu_hours, run_s, `attempts`, `attempts_run_s`
     (runtime.sum_of_attempts), `attempts_gpu_hours` and `gpu_hours_before_last_attempt`
-    (failures.gpu_time_of_attempts). Needs `philly_attempts`."""
+    (failures.gpu_time_of_attempts). Needs the canonical `attempts` view."""
     return f"""(
         SELECT j.state, j.gpu_hours, j.run_s, coalesce(a.attempts, 0) AS attempts,
                a.attempts_run_s, a.attempts_gpu_hours, a.gpu_hours_before_last_attempt
         FROM {_jobs_sql(ctx)} AS j LEFT JOIN (
-            SELECT jobid, count(*) AS attempts, sum(duration_s) AS attempts_run_s,
+            SELECT cluster, job_id, count(*) AS attempts, sum(duration_s) AS attempts_run_s,
                    sum(num_gpus * duration_s) / 3600.0 AS attempts_gpu_hours,
                    coalesce(sum(num_gpus * duration_s) FILTER (WHERE NOT is_last_attempt), 0) / 3600.0
                        AS gpu_hours_before_last_attempt
-            FROM philly_attempts GROUP BY jobid) AS a ON a.jobid = j.job_id)"""
+            FROM {ATTEMPTS.name} GROUP BY cluster, job_id) AS a ON a.cluster = j.cluster AND a.job_id = j.job_id)"""
 
 
 def attempts_per_job(ctx: TraceContext) -> pl.DataFrame:
@@ -362,9 +364,8 @@ def _add_state_parts(ctx: TraceContext, result: ModuleResult, c: dict) -> None:
 
 
 def _add_attempt_parts(ctx: TraceContext, result: ModuleResult) -> None:
-    if not ctx.has("philly_attempts"):
-        result.skip("attempts and retries", "the trace records no scheduling attempts per job; only "
-                                            "Philly's philly_attempts does")
+    if not ctx.has_view(ATTEMPTS.name):
+        result.skip("attempts and retries", "the trace publishes no scheduling attempts per job (no attempts view)")
         return
     attempt_defs = ("failures.attempts_per_job", "runtime.sum_of_attempts", "runtime.first_start_to_last_end",
                     "gpu_time.request_x_runtime", "failures.gpu_time_of_attempts")

@@ -59,12 +59,17 @@ class NotApplicable:
 
 @dataclass
 class ModuleResult:
-    """Everything one module found on one trace."""
+    """Everything one module found on one trace.
+
+    `specific` labels the tables and findings (by name) that the trace's own science added
+    (`ddlx.analysis.trace_parts`): "PAI only: requests against measured usage".
+    """
 
     module: str
     tables: list[ResultTable] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     not_applicable: list[NotApplicable] = field(default_factory=list)
+    specific: dict[str, str] = field(default_factory=dict)
 
     def add(self, name: str, frame: pl.DataFrame, definitions: tuple[str, ...] | list[str], row: str) -> pl.DataFrame:
         """Add a result table; returns `frame` for further use."""
@@ -123,6 +128,7 @@ class AnalysisResult:
                                         "rows": t.frame.height}
                                for t in m.tables},
                     "not_applicable": [n.__dict__ for n in m.not_applicable],
+                    "trace_specific": dict(m.specific),
                 }
                 for m in self.modules
             },

@@ -1,10 +1,11 @@
-"""Placement: a replay of the Alibaba v2023 default workload on the cluster's real node list, which
-tracks how the free GPU capacity fragments.
+"""Placement: a replay of a trace's real tasks (pods) on its real nodes, which tracks how the free
+GPU capacity fragments.
 
-Data: `pai_v2023_nodes` (the node list, all_node, else gpu_node: GPUs, GPU model, CPU, memory) and
-`pai_v2023_pods` (the pods of the default workload: GPUs and share asked, CPU, memory, allowed GPU
-models, scheduled and deletion times). Other traces have no node list with pod requests: the part
-is recorded as not applicable.
+Data: the canonical `gpu_nodes` view (the nodes: GPUs, GPU model, CPU, memory) and `gpu_tasks`
+view (the tasks of the workload: GPUs and share asked, CPU, memory, allowed GPU models, creation,
+placement and departure in seconds), as the trace publishes them (`ddlx.datasets.canonical`).
+Traces that publish neither have no node list with task requests: the part is recorded as not
+applicable.
 
 Definitions (declared here, registered through `ddlx.analysis.sharing`, which writes the results):
 - `sharing.fragmentation.replay`: the event replay and its placement policy (best fit by GPU);
@@ -12,8 +13,8 @@ Definitions (declared here, registered through `ddlx.analysis.sharing`, which wr
 - `sharing.fragmentation.unusable_gpus`: free capacity no GPU request of the workload could use;
 - `sharing.fragmentation.expected_unusable_gpus`: Weng et al.'s (ATC'23) expected fragmentation.
 
-Units: GPU capacity in GPUs (milli-GPU, thousandths of one GPU, inside the replay and in the v2023
-records: `WHOLE_GPU_MILLI`); CPU in milli-cores (`cpu_milli`), memory in MiB (`memory_mib`), as the
+Units: GPU capacity in GPUs (milli-GPU, thousandths of one GPU, inside the replay and in the
+`gpu_milli` of the tasks: `WHOLE_GPU_MILLI`); CPU in milli-cores (`cpu_milli`), memory in MiB (`memory_mib`), as the
 trace gives them; times in seconds from the trace start (`t_s`), also as UTC timestamps (`t`).
 """
 
@@ -27,18 +28,20 @@ import polars as pl
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
+from ddlx.datasets.canonical import GPU_NODES, GPU_TASKS
 
 #: Label of the row over every GPU model.
 ALL = "all"
-#: Milli-GPU of one whole GPU (v2023 units).
+#: Milli-GPU of one whole GPU.
 WHOLE_GPU_MILLI = 1000
 
 
 DEFINITIONS: tuple[Definition, ...] = (
     Definition(
-        "sharing.fragmentation.replay", "Replay of the v2023 default workload on its nodes", "pods",
-        "Alibaba v2023: the pods of the default workload are placed on the node list (all_node, "
-        "else gpu_node: GPUs, GPU model, CPU, memory) at their scheduled_time and leave at their "
+        "sharing.fragmentation.replay", "Replay of the real workload on the real nodes", "pods",
+        "The tasks (pods) of the trace's gpu_tasks view, its default workload, are placed on the "
+        "nodes of its gpu_nodes view (GPUs, GPU model, CPU, memory): {derivations}. A pod is "
+        "placed at its scheduled_time (start_s) and leaves at its "
         "deletion_time (never-scheduled pods and pods with deletion_time <= scheduled_time are not "
         "placed; a pod without deletion_time stays). At one instant, departures come before "
         "placements, and placements go in (scheduled_time, creation_time, name) order. Placement "
@@ -86,7 +89,7 @@ DEFINITIONS: tuple[Definition, ...] = (
 
 @dataclass
 class FragmentationReplay:
-    """What the replay of the v2023 default workload found.
+    """What the replay of the default workload found.
 
     `series`: one row per event instant; `by_model`: one row per GPU model and 'all';
     `pods`: one row per replay outcome of the default pods."""
@@ -106,14 +109,6 @@ class _Requests:
     mem: np.ndarray          # memory_mib
     allowed: np.ndarray      # [request, model index; last column: nodes without a model] bool
     weight: np.ndarray       # share of the workload's GPU pods asking for it
-
-
-def _node_list(ctx: TraceContext) -> str | None:
-    lists = set(ctx.query("SELECT DISTINCT node_list FROM pai_v2023_nodes")["node_list"].to_list())
-    for name in ("all_node", "gpu_node"):
-        if name in lists:
-            return name
-    return None
 
 
 def _allowed_models(spec: str | None, models: list[str]) -> np.ndarray:
@@ -215,7 +210,7 @@ def _pod_share_milli(num_gpu: int | None, gpu_milli: int | None) -> tuple[int, i
 
 
 def replay_fragmentation(ctx: TraceContext) -> FragmentationReplay | None:
-    """Replay the v2023 default workload on the real node list and track fragmented GPU capacity
+    """Replay the default workload (`gpu_tasks`) on the nodes (`gpu_nodes`) and track fragmented GPU capacity
     (definitions `sharing.fragmentation.*`); None when the node list has no GPU node, or the
     default workload no pod asking for a GPU or none that ran.
 
@@ -224,16 +219,12 @@ def replay_fragmentation(ctx: TraceContext) -> FragmentationReplay | None:
     the cluster about 1.5 k nodes, so this stays around a second. After each event only the nodes
     it touched are re-measured.
     """
-    node_list = _node_list(ctx)
-    if node_list is None:
-        return None
-    nodes = ctx.query(f"""SELECT sn, cpu_milli, memory_mib, gpu, model FROM pai_v2023_nodes
-                          WHERE node_list = '{node_list}' ORDER BY sn""")
-    pods = ctx.query("""
-        SELECT name, num_gpu, gpu_milli, cpu_milli, memory_mib, gpu_spec,
-               creation_time, scheduled_time, deletion_time
-        FROM pai_v2023_pods WHERE workload = 'default'
-        ORDER BY scheduled_time, creation_time, name""")
+    nodes = ctx.query(f"""SELECT node AS sn, cpu_milli, memory_mib, gpus AS gpu, gpu_model AS model
+                          FROM {GPU_NODES.name} ORDER BY node""")
+    pods = ctx.query(f"""
+        SELECT task AS name, num_gpus AS num_gpu, gpu_milli, cpu_milli, memory_mib, gpu_models AS gpu_spec,
+               submit_s AS creation_time, start_s AS scheduled_time, end_s AS deletion_time
+        FROM {GPU_TASKS.name} ORDER BY scheduled_time, creation_time, name""")
     models = sorted({m for m, g in zip(nodes["model"].to_list(), nodes["gpu"].to_list()) if m and (g or 0) > 0})
     shares = [_pod_share_milli(k, m) for k, m in zip(pods["num_gpu"].to_list(), pods["gpu_milli"].to_list())]
     pods = pods.with_columns(pl.Series("gpus_asked", [s[0] for s in shares], dtype=pl.Int64),
@@ -417,9 +408,9 @@ def _replay_pods(pods: pl.DataFrame, outcome: list[str]) -> pl.DataFrame:
 def analyze_fragmentation(ctx: TraceContext, result: ModuleResult) -> None:
     """Add the replay's tables and findings to `result` (module `sharing`), or record why it does
     not apply."""
-    if not ctx.has("pai_v2023_nodes", "pai_v2023_pods"):
+    if not ctx.has_view(GPU_NODES.name, GPU_TASKS.name):
         result.skip("fragmentation of GPU capacity (replay)",
-                    f"{ctx.trace} has no node list with pod requests to replay; only Alibaba v2023 has")
+                    f"{ctx.label} publishes no node list with task requests to replay (gpu_nodes, gpu_tasks)")
         return
     replay = replay_fragmentation(ctx)
     if replay is None:

@@ -5,8 +5,9 @@ Jobs that never started have no delay: they are left out of quantiles and CDFs b
 every table (`jobs_never_started`), and the waiting-longer-than table gives the share both without
 them and with them counted as waiting longer than every threshold. Tables: quantiles and CDFs by
 GPU-request bucket, GPU type, VC and local hour of submission; shares over thresholds; wait over
-completion time; queueing against the cluster's allocated GPUs at submission; and, for PAI, the
-trace's other readings of the wait side by side.
+completion time; queueing against the cluster's allocated GPUs at submission; and, where a trace
+records other readings of the wait, those side by side (declared by the trace: slot `definitions`
+of `ddlx.analysis.trace_parts`).
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ from ddlx.analysis.sql import (
     quantile_columns_sql,
     sort_buckets,
 )
+from ddlx.analysis.trace_parts import run_trace_parts
 
 QUEUE = "queue_delay.submit_to_first_start"
 BUCKET = "gpu_request.bucket"
-PAI_OFFICIAL = "pai.queue_delay.submit_to_first_task_start"
-PAI_TASK = "pai.queue_delay.task_to_first_instance"
 
 DEFINITIONS: tuple[Definition, ...] = (
     Definition(
@@ -69,12 +69,6 @@ DEFINITIONS: tuple[Definition, ...] = (
         "number of GPUs allocated at once in the cluster over the whole trace (every trace). "
         "Binned in tenths: bin k (0-8) holds loads in [k/10, (k+1)/10), bin 9 loads in [0.9, 1] "
         "and bin 10 loads above 1 (more GPUs allocated than the reference: only against capacity).",
-    ),
-    Definition(
-        "pai.queue_delay.task_to_first_instance", "PAI task queueing delay", "s",
-        "Per PAI task (a row of pai_task_table): seconds from the task's start_time to the "
-        "earliest start_time of its instances (pai_instance_table rows with the same job_name and "
-        "task_name). Tasks without a start time or without a started instance have none.",
     ),
 )
 
@@ -278,33 +272,6 @@ def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
         ORDER BY reference, grouping(cluster), cluster, load_bin""")
 
 
-def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
-    """PAI's readings of the wait side by side: per definition, what a row is (`per`: job or
-    task), rows, rows with a value and quantiles (s). Parts whose tables are missing are left out."""
-    quantiles = quantile_columns_sql("delay_s", suffix="_s")
-    ctes: list[str] = []
-    parts = [f"""SELECT '{QUEUE}' AS definition, 'job' AS per, count(*) AS rows, {quantiles}
-                 FROM (SELECT queue_s AS delay_s FROM {ctx.jobs})"""]
-    if ctx.has("pai_task_table", "pai_instance_table"):
-        ctes.append("""first_instance AS (
-            SELECT job_name, task_name, min(start_time) AS first_start FROM pai_instance_table
-            WHERE start_time IS NOT NULL GROUP BY job_name, task_name)""")
-        ctes.append("""tasks AS MATERIALIZED (
-            SELECT t.job_name, t.start_time, f.first_start - t.start_time AS delay_s
-            FROM pai_task_table t LEFT JOIN first_instance f USING (job_name, task_name))""")
-        parts.append(f"""SELECT '{PAI_TASK}', 'task', count(*), {quantiles} FROM tasks""")
-    elif ctx.has("pai_task_table"):
-        ctes.append("tasks AS (SELECT job_name, start_time FROM pai_task_table)")
-    if ctx.has("pai_job_table", "pai_task_table"):
-        parts.insert(1, f"""
-            SELECT '{PAI_OFFICIAL}', 'job', count(*), {quantiles}
-            FROM (SELECT min(t.start_time) - j.start_time AS delay_s
-                  FROM pai_job_table j LEFT JOIN tasks t USING (job_name) GROUP BY j.job_name, j.start_time)""")
-    with_clause = f"WITH {', '.join(ctes)} " if ctes else ""
-    frame = ctx.query(with_clause + " UNION ALL ".join(parts))
-    return frame.rename({"jobs_with_value": "rows_with_value"})
-
-
 def analyze(ctx: TraceContext) -> ModuleResult:
     result = ModuleResult("queueing")
     thresholds = tuple(ctx.options.get("queue_thresholds_s", DEFAULT_THRESHOLDS_S))
@@ -367,20 +334,8 @@ def analyze(ctx: TraceContext) -> ModuleResult:
         result.skip("queueing against load as a share of capacity",
                     f"no GPU job was submitted while {source} gives a capacity for its cluster")
 
-    if ctx.trace == "pai":
-        pai = result.add("pai_definitions", pai_queue_definitions(ctx), (QUEUE, PAI_OFFICIAL, PAI_TASK),
-                         "a definition of the PAI queueing delay")
-        task = pai.filter(pl.col("definition") == PAI_TASK)
-        if task.height:
-            result.add_finding("task_queue_delay_p50", "median delay from PAI task start to its first instance",
-                               task["p50_s"][0], "s", PAI_TASK,
-                               f"{task['rows_with_value'][0]:,} tasks with a started instance")
-        else:
-            result.skip(f"PAI task-to-first-instance delay ({PAI_TASK})",
-                        "the catalog lacks pai_task_table or pai_instance_table")
-    else:
-        result.skip(f"PAI task-to-first-instance delay ({PAI_TASK})",
-                    "only the PAI trace records tasks and their instances")
+    run_trace_parts(ctx, result, "definitions",
+                    ("other readings of the queueing delay", "the trace records no tasks with their instances"))
 
     _findings(result, c, started, bucket_summary, over, shares, load)
     return result

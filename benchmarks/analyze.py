@@ -107,11 +107,12 @@ from pathlib import Path
 started = time.perf_counter()
 from ddlx.analysis import overview, queueing, time_patterns, users, utilization
 from ddlx.analysis.context import open_trace
+from ddlx.datasets.traces.pai import analyses as pai_analyses
 with open_trace(Path(sys.argv[1]), "pai") as ctx:
     state_mix = overview.state_mix(ctx)                                # jobs and GPU-hours per state
     queue_by_bucket, _ = queueing.by_gpu_bucket(ctx)                   # queueing quantiles per bucket
-    util_by_bucket = utilization.pai_instance_gpu_util_by(ctx, "gpu_bucket")
-    request_vs_usage = utilization.pai_request_vs_usage(ctx)          # request against usage
+    util_by_bucket = pai_analyses.pai_instance_gpu_util_by(ctx, "gpu_bucket")
+    request_vs_usage = pai_analyses.pai_request_vs_usage(ctx)          # request against usage
     hour_of_week = time_patterns.submissions_by_hour_of_week(ctx)
     concentration = users.top_shares(ctx)                              # GPU-time of the top users
     recurring = time_patterns.recurring_counts(ctx)

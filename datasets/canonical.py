@@ -79,3 +79,113 @@ def conform_jobs_sql(source: str) -> str:
     casts = ", ".join(f'CAST({quote_identifier(c.name)} AS {c.sql_type}) AS {quote_identifier(c.name)}'
                       for c in JOB_COLUMNS)
     return f"SELECT {casts} FROM {source}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Canonical views beyond jobs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CanonicalView:
+    """A canonical view a trace may publish besides its jobs: the same columns for every trace.
+
+    A trace publishes it (`views.canonical_views` in its folder) as a SELECT over its stored
+    tables; analysis opens it under the view's `name`, conformed to `columns`, and asks whether it is
+    present, never which trace it comes from.
+    """
+
+    name: str
+    description: str
+    columns: tuple[CanonicalColumn, ...]
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def conform_sql(self, select: str) -> str:
+        """SELECT exactly this view's columns, in order and typed, from `select`."""
+        casts = ", ".join(f"CAST({quote_identifier(c.name)} AS {c.sql_type}) AS {quote_identifier(c.name)}"
+                          for c in self.columns)
+        return f"SELECT {casts} FROM ({select})"
+
+
+GPU_CAPACITY = CanonicalView(
+    "gpu_capacity",
+    "The GPU capacity the trace documents: how many GPUs its clusters, VCs or GPU types had, and when. "
+    "A dimension the source does not have is NULL. Each `source` has its own definition "
+    "(`capacity.<source>`); where a trace has several, shares of capacity are taken against the "
+    "source with the lowest `preference`.",
+    (
+        CanonicalColumn("cluster", "VARCHAR", "cluster, as the trace's canonical jobs name it"),
+        CanonicalColumn("vc", "VARCHAR", "virtual cluster; NULL when the capacity is not per VC"),
+        CanonicalColumn("gpu_type", "VARCHAR", "GPU model; NULL when the capacity is not per model"),
+        CanonicalColumn("valid_from", "TIMESTAMPTZ",
+                        "start of the interval [valid_from, valid_to) it holds for; NULL: the whole trace"),
+        CanonicalColumn("valid_to", "TIMESTAMPTZ", "end of that interval; NULL: the whole trace"),
+        CanonicalColumn("gpus", "BIGINT", "GPUs"),
+        CanonicalColumn("source", "VARCHAR", "where the rows come from; definition `capacity.<source>`"),
+        CanonicalColumn("preference", "INTEGER", "1 for the source shares of capacity are taken against, then 2, ..."),
+    ),
+)
+
+ATTEMPTS = CanonicalView(
+    "attempts",
+    "The scheduling attempts of each job, where the trace records them (one row per attempt).",
+    (
+        CanonicalColumn("cluster", "VARCHAR", "cluster of the job"),
+        CanonicalColumn("job_id", "VARCHAR", "the job, as its canonical row names it"),
+        CanonicalColumn("attempt", "INTEGER", "1 for the first attempt, then 2, ..."),
+        CanonicalColumn("start_time", "TIMESTAMPTZ", "start of the attempt (UTC); NULL if it never started"),
+        CanonicalColumn("end_time", "TIMESTAMPTZ", "end of the attempt (UTC); NULL if it has none"),
+        CanonicalColumn("duration_s", "DOUBLE", "seconds from its start to its end; NULL without both"),
+        CanonicalColumn("num_gpus", "DOUBLE", "GPUs the attempt held"),
+        CanonicalColumn("is_last_attempt", "BOOLEAN", "true for the job's last attempt"),
+        CanonicalColumn("running_at_trace_end", "BOOLEAN", "true when the attempt was still running at the trace end"),
+    ),
+)
+
+GPU_INSTANCE_REQUESTS = CanonicalView(
+    "gpu_instance_requests",
+    "What each kind of GPU instance asks for, where the trace records instances apart from jobs: "
+    "one row per group of identical instances. Without it, a job of one instance is its own.",
+    (
+        CanonicalColumn("job", "VARCHAR", "the job the instances belong to"),
+        CanonicalColumn("gpus_per_instance", "DOUBLE", "GPUs one instance asks for, rounded to 4 decimals"),
+        CanonicalColumn("shares_gpu", "BOOLEAN", "true when one instance asks for a part of a GPU"),
+        CanonicalColumn("instances", "BIGINT", "how many instances ask for it"),
+    ),
+)
+
+GPU_NODES = CanonicalView(
+    "gpu_nodes",
+    "The nodes of the cluster with their resources, where the trace lists them (one row per node).",
+    (
+        CanonicalColumn("node", "VARCHAR", "node name"),
+        CanonicalColumn("cpu_milli", "BIGINT", "CPU, thousandths of a core"),
+        CanonicalColumn("memory_mib", "BIGINT", "main memory, MiB"),
+        CanonicalColumn("gpus", "BIGINT", "GPUs"),
+        CanonicalColumn("gpu_model", "VARCHAR", "GPU model; NULL for a node without GPUs"),
+    ),
+)
+
+GPU_TASKS = CanonicalView(
+    "gpu_tasks",
+    "The tasks (pods) of the trace's workload with what each asks of one node, where the trace "
+    "records per-task requests with placement times (one row per task).",
+    (
+        CanonicalColumn("task", "VARCHAR", "task name"),
+        CanonicalColumn("num_gpus", "BIGINT", "GPUs asked (whole GPUs when above 1)"),
+        CanonicalColumn("gpu_milli", "BIGINT", "share of its one GPU a task asking for 1 GPU takes, thousandths"),
+        CanonicalColumn("cpu_milli", "BIGINT", "CPU asked, thousandths of a core"),
+        CanonicalColumn("memory_mib", "BIGINT", "main memory asked, MiB"),
+        CanonicalColumn("gpu_models", "VARCHAR", "GPU models it may run on, separated by '|'; NULL: any"),
+        CanonicalColumn("submit_s", "BIGINT", "submission, seconds on the trace's clock"),
+        CanonicalColumn("start_s", "BIGINT", "placement, seconds on the trace's clock; NULL if never placed"),
+        CanonicalColumn("end_s", "BIGINT", "departure, seconds on the trace's clock; NULL if it stays"),
+    ),
+)
+
+#: The canonical views beyond jobs, by name.
+VIEWS: dict[str, CanonicalView] = {view.name: view for view in (GPU_CAPACITY, ATTEMPTS, GPU_INSTANCE_REQUESTS,
+                                                                 GPU_NODES, GPU_TASKS)}

@@ -35,6 +35,8 @@ class TraceInfo:
     `open_jobs_run_to_end` is False when a job that started and has no end is a record whose end
     was not logged rather than a job running when the trace was taken (PAI: its Running jobs ask
     for several times the cluster's GPUs), so that such jobs cannot be placed in time.
+    `label` is how prose names the trace ("Philly"); `records_gpu_fractions` is True when its
+    records tell a part of a GPU from a whole one even where no job asks for a part.
     """
 
     name: str
@@ -45,8 +47,10 @@ class TraceInfo:
     paper: str
     homepage: str
     files: tuple[ReleaseFile, ...] = field(default_factory=tuple)
+    label: str = ""
     wall_clock: bool = True
     open_jobs_run_to_end: bool = True
+    records_gpu_fractions: bool = False
 
     @property
     def tables(self) -> list[str]:

@@ -5,7 +5,9 @@ the series, the result table each was drawn from and a SQL query over the result
 returns the plotted rows. The analysis modules do not expose their own SQL, so a chart shows that
 query, the table's row description and the definitions' text instead.
 
-`CHART_SPECS` declares, per (module, result table), how the table is drawn (`ChartSpec`);
+`CHART_SPECS` declares, per (module, result table), how the table is drawn (`ChartSpec`); the
+charts of tables only one trace's own science writes are declared by that trace (`CHARTS` of its
+`analyses`), and `chart_specs()` gives them all;
 `build_chart` turns one spec and the traces' analysis results into a `Chart`, its long series
 thinned for drawing (`ddlx.reports.charts`, which also turns a `Chart` into a plotly figure).
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -115,26 +118,6 @@ CHART_SPECS: tuple[ChartSpec, ...] = (
               "Allocated GPUs by hour of the week (local time)", "hour of the week (0 = Monday 00:00)",
               "GPUs (time-weighted mean)", (("mean_gpus", "allocated"),), x=("hour_of_week",),
               group=("cluster",)),
-    ChartSpec("utilization", "pai_instance_gpu_util_cdf", "cdf",
-              "Measured GPU utilisation of PAI GPU instances (CDF)", "GPU utilisation (% of one GPU)",
-              "share of instances at or below x (%)", (("gpu_util_pct", "instances"),), y_percent=True,
-              compare_where=()),
-    ChartSpec("utilization", "pai_machine_gpu_util_cdf", "cdf",
-              "Machine GPU utilisation while a PAI instance ran (CDF)", "machine GPU utilisation (%)",
-              "share of machine-metric rows at or below x (%)", (("machine_gpu_pct", "rows"),),
-              y_percent=True, compare_where=()),
-    ChartSpec("utilization", "philly_gpu_minute_util_cdf", "cdf",
-              "Measured GPU utilisation per GPU-minute, Philly (CDF)", "GPU utilisation (%)",
-              "share of GPU-minutes at or below x (%)", (("gpu_util_pct", "GPU-minutes"),),
-              y_percent=True, compare_where=()),
-    ChartSpec("utilization", "philly_job_gpu_util_cdf", "cdf",
-              "Mean measured GPU utilisation per job, Philly (CDF)", "GPU utilisation (%)",
-              "share of jobs at or below x (%)", (("gpu_util_pct", "jobs"),), y_percent=True,
-              compare_where=()),
-    ChartSpec("utilization", "pai_usage_ratio_cdf", "cdf",
-              "Resource used over resource requested, per PAI task (CDF)",
-              "usage / request (ratio, log scale)", "share of tasks at or below x (%)",
-              (("usage_ratio", "tasks"),), group=("resource",), x_log=True, y_percent=True),
     # queueing
     ChartSpec("queueing", "cdf_by_gpu_bucket", "cdf", "Queueing delay by GPUs requested (CDF)",
               "queueing delay (s, log scale)", "share of started jobs at or below x (%)",
@@ -193,16 +176,6 @@ CHART_SPECS: tuple[ChartSpec, ...] = (
     ChartSpec("sharing", "fraction_distribution", "bar", "GPUs asked for by one instance",
               "GPUs per instance", "share of GPU instances (%)", (("instance_share", "instances"),),
               x=("gpus_per_instance",), y_percent=True, compare_where=()),
-    ChartSpec("sharing", "colocation_distribution", "line",
-              "Instances running at once on a machine (share of machine-time)", "instances running at once",
-              "share of machine-time (%)", (("machine_time_share", "machine-time"),), x=("running_instances",),
-              group=("machine_gpu_type",), y_percent=True, max_series=8),
-    ChartSpec("sharing", "machine_num_worker_cdf", "cdf", "Workers on the machine, PAI machine metric (CDF)",
-              "workers on the machine", "share of rows at or below x (%)", (("value", "rows"),), y_percent=True),
-    ChartSpec("sharing", "gpu_memory_cdf", "cdf", "Peak GPU memory used, share of the device memory (CDF)",
-              "peak GPU memory used (share of the instance's device memory)", "share of instances at or below x (%)",
-              (("value", "instances"),), group=("gpu_type",), where=(("statistic", "peak"),),
-              x_percent=True, y_percent=True),
     ChartSpec("sharing", "fragmentation_series", "line", "Free and fragmented GPU capacity during the replay",
               "hours from the trace start", "GPUs",
               (("free_partial_gpus", "free part of shared GPUs"), ("fragmented_gpus", "fragmented"),
@@ -375,7 +348,8 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) ->
                      f"({spec.module}/{spec.table}; see what did not apply).")
     drawn = {s.trace for s in series}
     if spec.kind == "time" and any(_offset_times(trace) for trace in drawn):
-        notes.append("Alibaba v2023 times are offsets from an undisclosed start: its time axis starts at 1970-01-01.")
+        notes.extend(f"{_offset_times(trace)} times are offsets from an undisclosed start: its time axis starts at "
+                     "1970-01-01." for trace in sorted(drawn) if _offset_times(trace))
     if spec.note:
         notes.insert(0, spec.note)
     chart = Chart(
@@ -437,11 +411,12 @@ def _thinning_notes(series: Sequence[Series], spec: ChartSpec) -> list[str]:
     return notes
 
 
-def _offset_times(trace: str) -> bool:
+def _offset_times(trace: str) -> str | None:
+    """How prose names `trace` when its times are offsets from an undisclosed start, else None."""
     from ddlx.datasets.traces import TRACES
 
     known = TRACES.get(trace)
-    return known is not None and not known.wall_clock
+    return (known.label or known.name) if known is not None and not known.wall_clock else None
 
 
 def _top_groups(groups: list[pl.DataFrame], spec: ChartSpec) -> list[pl.DataFrame]:
@@ -493,3 +468,14 @@ def chart_derivation(spec: ChartSpec, sources: Sequence[Source]) -> str:
     if spec.group:
         parts.append(f"One series per {', '.join(spec.group)}.")
     return " ".join(parts)
+
+
+@lru_cache(maxsize=None)
+def chart_specs() -> tuple[ChartSpec, ...]:
+    """Every chart: `CHART_SPECS`, with each trace's own (`CHARTS` of its folder's `analyses`)
+    after the generic charts of their module."""
+    from ddlx.datasets.traces import trace_parts
+
+    own = [spec for _, folder in trace_parts("analyses") for spec in getattr(folder, "CHARTS", ())]
+    modules = list(dict.fromkeys(spec.module for spec in CHART_SPECS + tuple(own)))
+    return tuple(spec for module in modules for spec in CHART_SPECS + tuple(own) if spec.module == module)

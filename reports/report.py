@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 from ddlx.analysis.definitions import get_definition
 from ddlx.analysis.model import AnalysisResult, ModuleResult, ResultTable
-from ddlx.reports.chart_specs import CHART_SPECS, build_chart, module_result, table_source
+from ddlx.reports.chart_specs import build_chart, chart_specs, module_result, table_source
 from ddlx.reports.model import (
     Cell,
     Column,
@@ -127,7 +127,7 @@ def _module_section(inputs: Sequence[TraceInput], module: str, title: str, summa
         return section
     section.numbers = aligned_numbers(module, per_trace)
     section.not_applicable = [Note(t, n.what, n.why) for t, m in per_trace.items() if m for n in m.not_applicable]
-    for spec in CHART_SPECS:
+    for spec in chart_specs():
         if spec.module != module or (compare and spec.compare_where is None) or (not compare and not spec.in_trace):
             continue
         chart, note = build_chart(spec, inputs, compare)

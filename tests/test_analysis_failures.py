@@ -183,8 +183,7 @@ def test_findings_and_definitions(hand_result) -> None:
         "failed_gpu_time_share": 4.5 / TOTAL_GPU_HOURS, "gpu_hours_lost": 12.5,
         "gpu_hours_lost_share": 12.5 / TOTAL_GPU_HOURS, "time_to_failure_p50": 1800})
     assert [(n.what, n.why) for n in hand_result.not_applicable] == [
-        ("attempts and retries", "the trace records no scheduling attempts per job; only Philly's "
-                                 "philly_attempts does")]
+        ("attempts and retries", "the trace publishes no scheduling attempts per job (no attempts view)")]
     declared = {d.id for d in failures.DEFINITIONS}
     assert {"failures.gpu_time_lost", "failures.time_to_failure", "runtime.sum_of_attempts"} <= declared
     assert declared <= set(registry())

@@ -16,6 +16,7 @@ from ddlx.analysis.definitions import Definition, registry
 from ddlx.analysis.model import AnalysisResult, ModuleResult
 from ddlx.analysis.modules import MODULES, load
 from ddlx.analysis.runner import UnknownModuleError, resolve_modules, run_analysis
+from ddlx.datasets.traces import OPTIONAL_PARTS, trace_parts
 from ddlx.errors import DdlxError, StorageError
 from ddlx.reports.results import write_results
 from tests.conftest import assert_clean_failure
@@ -50,6 +51,8 @@ def test_module_selection_keeps_run_order_and_refuses_unknown_names() -> None:
 
 def test_every_module_declares_definitions_once() -> None:
     ids = [d.id for name in MODULES for d in load(name).DEFINITIONS] + [d.id for d in definitions.CORE_DEFINITIONS]
+    ids += [d.id for part in OPTIONAL_PARTS for _, folder in trace_parts(part)
+            for d in getattr(folder, "DEFINITIONS", ())]
     assert len(ids) == len(set(ids)) == len(registry())
     for definition in registry().values():
         assert definition.title and definition.unit and len(definition.text) > 40, definition.id

@@ -210,7 +210,7 @@ def test_analyze_on_an_imported_table(home: Path) -> None:
         "by_load_at_submit"}
     assert [n.what for n in result.not_applicable] == [
         "queueing against load as a share of capacity",
-        "PAI task-to-first-instance delay (pai.queue_delay.task_to_first_instance)"]
+        "other readings of the queueing delay"]
     assert result.finding("queue_delay_p50_1gpu").value == pytest.approx(20.0)
     assert result.finding("never_started_share").value == pytest.approx(1 / 8)
     assert result.finding("wait_over_1h_share").value == pytest.approx(1 / 7)

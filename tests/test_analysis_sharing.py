@@ -13,13 +13,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ddlx.analysis import sharing
 from ddlx.analysis.context import open_trace
 from ddlx.analysis.definitions import get_definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
+from ddlx.datasets.traces.pai import analyses as pai_analyses
 from ddlx.datasets.traces.pai import schema as pai_schema
 from ddlx.reports.results import write_results
 from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
@@ -113,7 +113,7 @@ def test_pai_instances_running_at_once_per_machine(pai_home: Path) -> None:
 
 def test_machine_instance_steps_block(pai_home: Path) -> None:
     with open_trace(pai_home, "pai") as ctx:
-        steps = ctx.query(f"""SELECT machine, t, instances FROM {sharing.machine_instance_steps_sql()}
+        steps = ctx.query(f"""SELECT machine, t, instances FROM {pai_analyses.machine_instance_steps_sql()}
                               ORDER BY machine, t""")
     # m1: i1a starts 1010, i1b 1030, i1b ends 4990, i1a 5000 (jX, ending before it starts, is left out)
     m1 = [(r["t"], r["instances"]) for r in steps.filter(pl.col("machine") == "m1").to_dicts()]
@@ -151,9 +151,9 @@ def test_pai_gpu_memory_against_device_capacity(pai_home: Path) -> None:
 
 def test_every_sized_gpu_model_has_a_source_and_is_in_the_definition() -> None:
     assert set(pai_schema.GPU_MEMORY_SOURCES) == set(pai_schema.GPU_MEMORY_GB)
-    assert "MISC" not in sharing.PAI_GPU_MEMORY_GB
+    assert "MISC" not in pai_analyses.PAI_GPU_MEMORY_GB
     text = get_definition("sharing.gpu_memory.capacity").text
-    assert all(f"{model} {gb:g} GB" in text for model, (gb, _) in sharing.PAI_GPU_MEMORY_GB.items())
+    assert all(f"{model} {gb:g} GB" in text for model, (gb, _) in pai_analyses.PAI_GPU_MEMORY_GB.items())
 
 
 def test_unsized_gpu_types_are_reported_as_not_applicable(tmp_path: Path) -> None:

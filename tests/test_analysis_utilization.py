@@ -19,13 +19,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ddlx.analysis import allocation, utilization
+from ddlx.analysis import allocation
 from ddlx.analysis.capacity import gpu_capacity
 from ddlx.analysis.context import open_trace
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
+from ddlx.datasets.traces.philly import analyses as philly_analyses
 from ddlx.errors import DdlxError
 from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
 from tests.test_philly_ingest import GPU_HEADER, write_philly_release
@@ -441,7 +442,7 @@ def test_philly_gpu_minute_utilisation(philly_home: Path) -> None:
 
 def test_philly_job_utilisation_joins_attempts_to_their_gpus(philly_home: Path) -> None:
     with open_trace(philly_home, "philly") as ctx:
-        jobs = rows(utilization.philly_job_gpu_util(ctx), "job_id")
+        jobs = rows(philly_analyses.philly_job_gpu_util(ctx), "job_id")
     # app_1, gpu0 and gpu2 from 10:58 up to 12:02: 10:58 (10, 20), 10:59 (30; gpu2 NA), 11:00 (40, 40),
     # 11:30 (50, 60), 11:59 (60, 80), 12:00 (70, 100), 12:01 (80, 90): 13 GPU-minutes, sum 730.
     # (Hour 11 is read from hourly sums, hours 10 and 12 minute by minute.)

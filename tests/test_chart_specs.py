@@ -1,4 +1,4 @@
-"""The chart specifications (`ddlx.reports.chart_specs.CHART_SPECS`) against what the analysis
+"""The chart specifications (`ddlx.reports.chart_specs.chart_specs()`) against what the analysis
 modules produce: a spec naming a (module, table) that no module writes would never draw, silently.
 
 Data: the SYNTHETIC sample of every registered trace (`ensure_sample`, small scale), analysed once
@@ -14,7 +14,7 @@ import pytest
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.synthetic import ensure_sample
 from ddlx.datasets.traces import TRACES
-from ddlx.reports.chart_specs import CHART_SPECS
+from ddlx.reports.chart_specs import chart_specs
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +36,10 @@ def test_every_trace_produces_tables(produced: dict[str, set[tuple[str, str]]]) 
 
 def test_every_chart_spec_names_a_produced_table(produced: dict[str, set[tuple[str, str]]]) -> None:
     union = set().union(*produced.values())
-    missing = sorted({(spec.module, spec.table) for spec in CHART_SPECS} - union)
+    missing = sorted({(spec.module, spec.table) for spec in chart_specs()} - union)
     assert not missing, f"chart specs for tables no analysis module produces on any trace: {missing}"
 
 
 def test_chart_keys_are_unique() -> None:
-    keys = [spec.chart_key for spec in CHART_SPECS]
+    keys = [spec.chart_key for spec in chart_specs()]
     assert len(keys) == len(set(keys))

@@ -62,5 +62,19 @@ from ddlx.datasets.importers.presets import PRESETS, Preset
 from ddlx.datasets.importers.reader import ImportAdapter, import_dataset, import_with_spec
 from ddlx.datasets.importers.spec import ImportSpec, ImportSpecError, build_spec, check_dataset_name, parse_mapping
 
-__all__ = ["PRESETS", "ImportAdapter", "ImportSpec", "ImportSpecError", "Preset", "build_spec", "check_dataset_name",
+#: How prose names imported datasets in the derivations of the core definitions.
+LABEL = "imported tables"
+
+#: How an import derives the core definitions (see `ddlx.analysis.definitions`).
+DERIVATIONS: dict[str, str] = {
+    "queue_delay.submit_to_first_start": "the mapped submit and start columns (none when no start is mapped)",
+    "runtime.first_start_to_last_end": "the mapped duration, or end - start",
+    "gpu_request.job_total": "the mapped gpus column",
+    "utilization.allocated_gpus": "the mapped start (else the submission) to the end",
+    "gpu_request.fractional": "a mapped gpus value that is not a whole number",
+    "state.canonical": "the first word of the mapped state column, by the importer's state words",
+}
+
+__all__ = ["DERIVATIONS", "LABEL", "PRESETS",
+           "ImportAdapter", "ImportSpec", "ImportSpecError", "Preset", "build_spec", "check_dataset_name",
            "import_dataset", "import_with_spec", "parse_mapping"]

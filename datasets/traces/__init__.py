@@ -63,3 +63,29 @@ def sample_scale(name: str) -> float:
     """Scale of the SYNTHETIC sample of the registered trace `name`."""
     return float(_package(_FOLDER_OF[get_trace(name).name]).SAMPLE_SCALE)
 
+
+
+#: The optional parts of a trace folder: `views` (its canonical views beyond jobs, their
+#: definitions, and its derivation of the core definitions) and `analyses` (science only this
+#: trace's records allow, declared as parts of the analysis modules).
+OPTIONAL_PARTS: tuple[str, ...] = ("views", "analyses")
+
+
+def trace_part(name: str, part: str) -> ModuleType | None:
+    """The module `part` (one of `OPTIONAL_PARTS`) of the registered trace `name`; None when its
+    folder has none (and for a name that is no registered trace, e.g. an imported dataset)."""
+    if name not in TRACES:
+        return None
+    module = f"{__name__}.{_FOLDER_OF[name]}.{part}"
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return None
+        raise
+
+
+def trace_parts(part: str) -> list[tuple[TraceInfo, ModuleType]]:
+    """Every registered trace whose folder has `part`, with that module, in registry order."""
+    found = [(info, trace_part(name, part)) for name, info in TRACES.items()]
+    return [(info, module) for info, module in found if module is not None]

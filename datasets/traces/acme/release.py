@@ -8,6 +8,7 @@ from ddlx.datasets.trace_info import ReleaseFile, TraceInfo
 RELEASE = TraceInfo(
     name="acme",
     title="Shanghai AI Lab Acme trace",
+    label="Acme",
     description=(
         "Jobs of two GPU clusters used for LLM development (Seren and Kalos, 2023), with the "
         "workload type of each job (pretraining, fine-tuning, evaluation, ...)."

@@ -8,6 +8,7 @@ from ddlx.datasets.trace_info import ReleaseFile, TraceInfo
 RELEASE = TraceInfo(
     name="helios",
     title="SenseTime Helios trace",
+    label="Helios",
     description=(
         "Six months (April-September 2020) of jobs on four SenseTime GPU clusters (Earth, Saturn, "
         "Uranus, Venus), with the daily GPU count of every virtual cluster."

@@ -21,6 +21,8 @@ def _pai_file(table: str, size: int, sha256: str, csv_sha256: str) -> ReleaseFil
 RELEASE = TraceInfo(
     name="pai",
     title="Alibaba PAI cluster-trace-gpu-v2020",
+    label="PAI",
+    records_gpu_fractions=True,
     description=(
         "Two months (July-August 2020) of jobs, tasks and instances on a production cluster of "
         "about 6,500 GPUs on 1,897 machines, with per-instance resource sensors."

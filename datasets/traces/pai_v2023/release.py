@@ -38,6 +38,8 @@ _PAI_V2023_FILES: tuple[tuple[str, int, str], ...] = (
 RELEASE = TraceInfo(
     name="pai-v2023",
     title="Alibaba GPU cluster trace v2023 (openb)",
+    label="Alibaba v2023",
+    records_gpu_fractions=True,
     description=(
         "The nodes of an Alibaba GPU cluster and the pods submitted to it (the real workload, plus "
         "the owners' resampled variants used in their scheduling simulations)."

@@ -8,6 +8,7 @@ from ddlx.datasets.trace_info import ReleaseFile, TraceInfo
 RELEASE = TraceInfo(
     name="philly",
     title="Microsoft Philly trace",
+    label="Philly",
     description=(
         "Jobs of about 15 virtual clusters on Microsoft's Philly GPU cluster (August-December 2017) "
         "with their scheduling attempts, and per-minute GPU, CPU and memory utilisation of its machines."

@@ -1,0 +1,17 @@
+"""How Acme derives the core definitions; Acme publishes no canonical view beyond its jobs."""
+
+from __future__ import annotations
+
+#: How Acme derives the core definitions (`ddlx.analysis.definitions`).
+DERIVATIONS: dict[str, str] = {
+    "utilization.allocated_gpus": "start_time to end_time",
+    "queue_delay.submit_to_first_start": "submit_time to start_time",
+    "runtime.first_start_to_last_end": "start_time to end_time",
+    "gpu_request.job_total": "gpu_num",
+    "state.canonical": "COMPLETED -> completed, CANCELLED -> cancelled, FAILED, TIMEOUT and NODE_FAIL -> failed",
+}
+
+
+def canonical_views(present: set[str]) -> dict[str, str]:
+    """Acme's trace has one job table: no view beyond its jobs."""
+    return {}

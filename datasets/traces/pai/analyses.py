@@ -1,0 +1,636 @@
+"""PAI's own science: what only PAI's records allow, declared as parts of the analysis modules
+(`ddlx.analysis.trace_parts`). Reports show each table and finding of these parts as PAI's only.
+
+- utilization, `measured`: GPU utilisation of instances (pai_sensor_table with pai_task_table)
+  and of machines while an instance ran (pai_machine_metric);
+- utilization, `requests`: what tasks request against what their instances use;
+- sharing, `colocation`: instances running at once per machine (an event sweep over
+  pai_instance_table) and the trace's own workers per machine (pai_machine_metric);
+- sharing, `gpu_memory`: GPU memory used against the memory of the devices an instance occupies;
+- queueing, `definitions`: PAI's readings of the wait side by side (the canonical one, the release
+  notes' job-to-first-task one, and task to first instance).
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+import polars as pl
+
+from ddlx.analysis.allocation import materialized
+from ddlx.analysis.context import TraceContext
+from ddlx.analysis.definitions import Definition
+from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.sql import GPU_BUCKET_SQL, SUMMARY_QUANTILES, cdf_table, quantile_columns_sql, sort_buckets
+from ddlx.analysis.trace_parts import TracePart
+from ddlx.analysis.utilization import add_measured_summary, series_summary_sql
+from ddlx.datasets.sqltext import sql_string
+from ddlx.datasets.traces.pai import schema
+from ddlx.reports.chart_specs import ChartSpec
+
+#: The canonical queueing delay, and PAI's two other readings of it.
+QUEUE = "queue_delay.submit_to_first_start"
+PAI_OFFICIAL = "pai.queue_delay.submit_to_first_task_start"
+PAI_TASK = "pai.queue_delay.task_to_first_instance"
+
+#: Label of the row over every group.
+ALL = "all"
+
+#: GPU memory of the PAI GPU types, GB, with the source of each figure (MISC, a mix of models, is
+#: left out: an instance's share of its memory cannot be told).
+PAI_GPU_MEMORY_GB: dict[str, tuple[float, str]] = {
+    model: (gb, schema.GPU_MEMORY_SOURCES[model]) for model, gb in schema.GPU_MEMORY_GB.items()}
+
+#: Resources compared in request-versus-usage: name -> (request column of the task table, usage
+#: column of the sensor table, unit of both).
+PAI_RESOURCES: dict[str, tuple[str, str, str]] = {
+    "cpu": ("plan_cpu", "cpu_usage", "percent of one core"),
+    "gpu": ("plan_gpu", "gpu_wrk_util", "percent of one GPU"),
+    "mem_avg": ("plan_mem", "avg_mem", "GB"),
+    "mem_max": ("plan_mem", "max_mem", "GB"),
+}
+
+
+def _capacity_text() -> str:
+    return "; ".join(f"{model} {gb:g} GB ({source})" for model, (gb, source) in PAI_GPU_MEMORY_GB.items())
+
+
+DEFINITIONS: tuple[Definition, ...] = (
+    Definition(
+        "utilization.pai_instance_gpu_util", "Measured GPU utilisation of a PAI instance", "percent",
+        "PAI: pai_sensor_table.gpu_wrk_util of an instance (worker), the average over its lifetime "
+        "in percent of one GPU (an instance using several GPUs can exceed 100), for instances of "
+        "tasks with plan_gpu > 0 and a gpu_wrk_util value. One value per sensor row; it joins its "
+        "job (for size and state) by job_name, the key every PAI table shares.",
+    ),
+    Definition(
+        "utilization.pai_machine_gpu_util", "Machine GPU utilisation while a PAI instance ran", "percent",
+        "PAI: pai_machine_metric.machine_gpu, the machine-level GPU utilisation averaged over one "
+        "instance's lifetime (one row per instance and machine, so a busy machine counts once per "
+        "instance it hosted). The owners do not state its unit; ddlx reads it as percent, like the "
+        "other utilisation columns. Values above 100 are kept as written and counted (above_100).",
+    ),
+    Definition(
+        "utilization.pai_task_usage_ratio", "Share of a PAI task's request it uses", "fraction",
+        "PAI, per task: usage / request for each resource, where request is the task's per-instance "
+        "plan (plan_cpu, plan_gpu: percent of one core or GPU; plan_mem: GB) and usage is the mean, "
+        "over the task's instances that have a sensor row, of cpu_usage, gpu_wrk_util, avg_mem "
+        "(mem_avg) or max_mem (mem_max), in the same units. Tasks whose request is empty or 0 are "
+        "left out for that resource.",
+    ),
+    Definition(
+        "utilization.pai_task_over_request", "PAI task that requests more than it uses", "tasks",
+        "A task whose usage is below its request for a resource (utilization.pai_task_usage_ratio "
+        "< 1); counted per resource over the tasks compared.",
+    ),
+    Definition(
+        "sharing.colocation.concurrent_instances", "Instances running at once on a machine",
+        "machine-hours",
+        "PAI: for each machine of pai_instance_table, the number of its instances running at "
+        "each moment (an instance runs from its start_time to its end_time; one without end_time "
+        "runs to the window end; rows without machine or start_time, or ending before they start, "
+        "are left out). Instances of every kind count (CPU-only ones too). The window is the same "
+        "for every machine: from the earliest instance start to the latest instance start or end; "
+        "a machine counts from the window start even before its first instance (at 0). Weighted "
+        "by time: machine-hours at each count, their share of all machine-time, and of busy "
+        "machine-time (1 or more instances). Machines are grouped by pai_machine_spec gpu_type "
+        "('unknown' when absent from the spec).",
+    ),
+    Definition(
+        "sharing.colocation.machine_num_worker", "Workers on the machine (trace's own)", "workers",
+        "PAI pai_machine_metric.machine_num_worker: the number of workers on the machine, as the "
+        "trace averages it over the lifetime of the worker the row describes; one value per row.",
+    ),
+    Definition(
+        "sharing.gpu_memory.capacity", "GPU device memory", "GB",
+        "Memory of one GPU of a PAI model, from the model's datasheet: " + _capacity_text() + ". "
+        "MISC (a mix of K40m, K80 and M60) and machines without a known model are not sized.",
+    ),
+    Definition(
+        "sharing.gpu_memory.used_share", "GPU memory used, share of the instance's devices", "fraction",
+        "PAI: max_gpu_wrk_mem (peak) or avg_gpu_wrk_mem (mean) of a pai_sensor_table row (one "
+        "instance; GB) divided by the memory of the GPUs the instance occupies: the device memory "
+        "(sharing.gpu_memory.capacity) of the gpu_type of the machine it ran on (pai_machine_spec) "
+        "times max(1, ceil(plan_gpu / 100)) of its task. Instances whose task asks for no GPU are "
+        "left out. Values above 1 are the trace's own (memory above device capacity).",
+    ),
+    Definition(
+        "sharing.gpu_memory.over_requested_share", "Sharing instance above its share of GPU memory",
+        "fraction",
+        "Among PAI instances that share a GPU (plan_gpu below 100) with a sized device and a peak "
+        "GPU memory, the share whose max_gpu_wrk_mem exceeds plan_gpu / 100 of the device memory "
+        "(sharing.gpu_memory.capacity): they used more GPU memory than the part of the GPU they "
+        "asked for.",
+    ),
+    Definition(
+        PAI_OFFICIAL, "PAI queueing delay, official notes", "s",
+        "Seconds from the job's start_time (submission) to its earliest task start_time, as the "
+        "PAI release notes read job wait.",
+    ),
+    Definition(
+        "pai.queue_delay.task_to_first_instance", "PAI task queueing delay", "s",
+        "Per PAI task (a row of pai_task_table): seconds from the task's start_time to the "
+        "earliest start_time of its instances (pai_instance_table rows with the same job_name and "
+        "task_name). Tasks without a start time or without a started instance have none.",
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Measured utilisation
+# ---------------------------------------------------------------------------------------------
+
+def pai_gpu_instances_sql(ctx: TraceContext) -> str:
+    """A FROM item: sensor rows of GPU instances (task plan_gpu > 0) with a gpu_wrk_util, with
+    their job's GPU-request bucket and final state."""
+    return f"""(
+        SELECT s.gpu_wrk_util, {GPU_BUCKET_SQL} AS gpu_bucket, j.state
+        FROM pai_sensor_table s
+        JOIN pai_task_table t USING (job_name, task_name)
+        LEFT JOIN {ctx.jobs} j ON j.job_id = s.job_name
+        WHERE t.plan_gpu > 0 AND s.gpu_wrk_util IS NOT NULL)"""
+
+
+def pai_instance_gpu_util_cdf(ctx: TraceContext, instances: str | None = None) -> pl.DataFrame:
+    """CDF of PAI instance GPU utilisation (`utilization.pai_instance_gpu_util`): `probability`,
+    `gpu_util_pct`, `instances`; `instances` as `pai_gpu_instances_sql` gives (default: it)."""
+    return cdf_table(ctx, "gpu_wrk_util", instances or pai_gpu_instances_sql(ctx)).rename(
+        {"value": "gpu_util_pct", "rows": "instances"})
+
+
+def pai_instance_gpu_util_by(ctx: TraceContext, column: str, instances: str | None = None) -> pl.DataFrame:
+    """PAI instance GPU utilisation per `column` of the instance's job (`gpu_bucket` or `state`):
+    `instances`, quantiles and mean (`..._gpu_util_pct`)."""
+    frame = ctx.query(f"""
+        SELECT {column}, {quantile_columns_sql('gpu_wrk_util', suffix='_gpu_util_pct')}
+        FROM {instances or pai_gpu_instances_sql(ctx)} GROUP BY {column} ORDER BY {column}""")
+    frame = frame.rename({"jobs_with_value": "instances"})
+    return sort_buckets(frame) if column == "gpu_bucket" else frame
+
+
+_PAI_MACHINE_GPU = "(SELECT machine_gpu FROM pai_machine_metric WHERE machine_gpu IS NOT NULL)"
+
+
+def pai_machine_gpu_util_cdf(ctx: TraceContext) -> pl.DataFrame:
+    """CDF of PAI machine GPU utilisation (`utilization.pai_machine_gpu_util`): `probability`,
+    `machine_gpu_pct`, `metric_rows`."""
+    return cdf_table(ctx, "machine_gpu", _PAI_MACHINE_GPU).rename(
+        {"value": "machine_gpu_pct", "rows": "metric_rows"})
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests against usage
+# ---------------------------------------------------------------------------------------------
+
+def pai_task_usage_sql() -> str:
+    """A FROM item: per task and resource, `resource`, `request`, `usage`, `usage_ratio`
+    (`utilization.pai_task_usage_ratio`)."""
+    usage = ", ".join(f"avg(s.{used}) AS used_{name}" for name, (_, used, _) in PAI_RESOURCES.items())
+    per_resource = " UNION ALL ".join(
+        f"SELECT {sql_string(name)} AS resource, {request} AS request, used_{name} AS usage FROM task_usage"
+        for name, (request, _, _) in PAI_RESOURCES.items())
+    return f"""(
+    WITH task_usage AS (
+        SELECT t.job_name, t.task_name, any_value(t.plan_cpu) AS plan_cpu, any_value(t.plan_gpu) AS plan_gpu,
+               any_value(t.plan_mem) AS plan_mem, {usage}
+        FROM pai_task_table t JOIN pai_sensor_table s USING (job_name, task_name)
+        GROUP BY t.job_name, t.task_name)
+    SELECT resource, request, usage, usage / request AS usage_ratio
+    FROM ({per_resource}) WHERE request > 0 AND usage IS NOT NULL)"""
+
+
+def pai_request_vs_usage(ctx: TraceContext, usage: str | None = None) -> pl.DataFrame:
+    """Per resource (cpu, gpu, mem_avg, mem_max): `unit` of request and usage, `tasks` compared,
+    `over_requesting_tasks` (usage below request), `over_requesting_share`, and quantiles and
+    mean of `usage_ratio` (`utilization.pai_task_usage_ratio`, `utilization.pai_task_over_request`);
+    `usage` as `pai_task_usage_sql` gives (default: it)."""
+    units = " ".join(f"WHEN {sql_string(n)} THEN {sql_string(u)}" for n, (_, _, u) in PAI_RESOURCES.items())
+    order = " ".join(f"WHEN {sql_string(n)} THEN {i}" for i, n in enumerate(PAI_RESOURCES))
+    return ctx.query(f"""
+        SELECT resource, CASE resource {units} END AS unit,
+               {quantile_columns_sql('usage_ratio', suffix='_usage_ratio')},
+               count(*) FILTER (WHERE usage < request) AS over_requesting_tasks,
+               count(*) FILTER (WHERE usage < request) / count(*) AS over_requesting_share
+        FROM {usage or pai_task_usage_sql()} GROUP BY resource
+        ORDER BY CASE resource {order} END""").rename({"jobs_with_value": "tasks"})
+
+
+def pai_usage_ratio_cdf(ctx: TraceContext, usage: str | None = None) -> pl.DataFrame:
+    """CDF of usage / request per resource: `resource`, `probability`, `usage_ratio`, `tasks`;
+    `usage` as `pai_task_usage_sql` gives (default: it)."""
+    return cdf_table(ctx, "usage_ratio", usage or pai_task_usage_sql(), groups=["resource"]).rename(
+        {"value": "usage_ratio", "rows": "tasks"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Co-location
+# ---------------------------------------------------------------------------------------------
+
+
+#: Partitions of the co-location sweep (see `machine_instance_steps_sql`).
+SWEEP_PARTITIONS = 4
+
+#: Instances of pai_instance_table that enter the co-location sweep.
+_SWEPT_INSTANCES = ("machine IS NOT NULL AND start_time IS NOT NULL "
+                    "AND (end_time IS NULL OR end_time >= start_time)")
+
+
+def _instance_sweep_ctes() -> str:
+    """The CTEs of the co-location sweep: `bounds` (t0, t1: the window), `machine_ids`,
+    `runs` (machine_id, s, e) and `steps` (machine_id, t, instances, next_t)."""
+    return f"""
+        WITH bounds AS (
+            SELECT min(start_time) AS t0, greatest(max(start_time), max(end_time)) AS t1
+            FROM pai_instance_table WHERE {_SWEPT_INSTANCES}),
+        machine_ids AS (
+            SELECT machine, (row_number() OVER ())::INTEGER AS machine_id
+            FROM (SELECT DISTINCT machine FROM pai_instance_table WHERE {_SWEPT_INSTANCES})),
+        runs AS (
+            SELECT machine_id, start_time AS s, coalesce(end_time, (SELECT t1 FROM bounds)) AS e
+            FROM pai_instance_table JOIN machine_ids USING (machine) WHERE {_SWEPT_INSTANCES}),
+        events AS (
+            SELECT machine_id, s AS t, 1 AS delta FROM runs
+            UNION ALL SELECT machine_id, e AS t, -1 AS delta FROM runs),
+        steps AS (
+            SELECT machine_id, t, sum(delta) OVER w AS instances, lead(t) OVER w AS next_t
+            FROM events
+            WINDOW w AS (PARTITION BY machine_id % {SWEEP_PARTITIONS} ORDER BY machine_id, t
+                         ROWS UNBOUNDED PRECEDING))"""
+
+
+def machine_instance_steps_sql() -> str:
+    """A FROM item: PAI instances running at once on each machine, as a step function.
+
+    Rows: `machine`, `t` (seconds, the trace's own clock) and `instances` (running from `t` until
+    the machine's next `t`; 0 after its last one). Definition
+    `sharing.colocation.concurrent_instances`.
+
+    Event sweep: +1 at an instance's start, -1 at its end, a running sum per machine. Every
+    instance adds its +1 and its -1 to the same machine, so a machine's sum is back at 0 after its
+    last event; the running sum over events ordered by (machine, t) is therefore the per-machine
+    count even across machines. That lets the window use a few partitions (machine id modulo
+    `SWEEP_PARTITIONS`, sorted in parallel) instead of one per machine, for which DuckDB's running
+    sums are several times slower. Machines are numbered first so that the sort keys are integers.
+    Events at one instant give several rows at that `t`: the last one holds the count.
+    """
+    return f"""({_instance_sweep_ctes()}
+        SELECT m.machine, s.t, s.instances FROM steps AS s JOIN machine_ids AS m USING (machine_id))"""
+
+
+def machine_instance_levels_sql() -> str:
+    """A FROM item: per machine and number of instances running at once, the seconds spent at it
+    in the window (`machine`, `instances`, `seconds`).
+
+    From the steps of `machine_instance_steps_sql`: a step with instances running lasts until the
+    next event, which is always the same machine's (its last event brings it back to 0); the
+    machine's time at 0 is the rest of the window. Summed per machine id before the names are
+    joined back."""
+    return f"""({_instance_sweep_ctes()},
+        busy AS (
+            SELECT machine_id, instances, sum(next_t - t) AS seconds
+            FROM steps WHERE instances > 0 AND next_t > t GROUP BY machine_id, instances),
+        levels AS (
+            SELECT machine_id, instances, seconds FROM busy
+            UNION ALL
+            SELECT m.machine_id, 0 AS instances,
+                   (SELECT t1 - t0 FROM bounds) - coalesce(sum(b.seconds), 0) AS seconds
+            FROM machine_ids AS m LEFT JOIN busy AS b USING (machine_id) GROUP BY m.machine_id)
+        SELECT m.machine, l.instances, l.seconds
+        FROM levels AS l JOIN machine_ids AS m USING (machine_id) WHERE l.seconds > 0)"""
+
+
+def colocation_distribution(ctx: TraceContext) -> pl.DataFrame:
+    """Time-weighted distribution of instances running at once on a machine, per machine GPU type
+    and over all machines (definition `sharing.colocation.concurrent_instances`)."""
+    spec = ("(SELECT machine, any_value(gpu_type) AS gpu_type FROM pai_machine_spec GROUP BY machine)"
+            if ctx.has("pai_machine_spec") else
+            "(SELECT NULL::VARCHAR AS machine, NULL::VARCHAR AS gpu_type WHERE false)")
+    return ctx.query(f"""
+        WITH typed AS (
+            SELECT coalesce(m.gpu_type, 'unknown') AS machine_gpu_type, p.instances, p.seconds
+            FROM {machine_instance_levels_sql()} AS p LEFT JOIN {spec} AS m USING (machine)),
+        levels AS (
+            SELECT CASE WHEN grouping(machine_gpu_type) = 1 THEN '{ALL}' ELSE machine_gpu_type END
+                       AS machine_gpu_type,
+                   instances, sum(seconds) AS seconds
+            FROM typed GROUP BY GROUPING SETS ((machine_gpu_type, instances), (instances)))
+        SELECT machine_gpu_type, instances::BIGINT AS running_instances, seconds / 3600.0 AS machine_hours,
+               seconds / sum(seconds) OVER (PARTITION BY machine_gpu_type) AS machine_time_share,
+               CASE WHEN instances > 0 THEN seconds / sum(seconds) FILTER (WHERE instances > 0)
+                   OVER (PARTITION BY machine_gpu_type) END AS busy_time_share
+        FROM levels ORDER BY machine_gpu_type = '{ALL}' DESC, machine_gpu_type, running_instances""")
+
+
+def colocation_summary(distribution: pl.DataFrame) -> dict[str, float | None]:
+    """Over all machines: mean instances running on a busy machine and the share of busy
+    machine-time with two or more, from `colocation_distribution`."""
+    busy = distribution.filter((pl.col("machine_gpu_type") == ALL) & (pl.col("running_instances") > 0))
+    if busy.is_empty():
+        return {"busy_mean_instances": None, "colocated_busy_share": None}
+    hours = busy["machine_hours"].sum()
+    return {
+        "busy_mean_instances": (busy["running_instances"] * busy["machine_hours"]).sum() / hours,
+        "colocated_busy_share": busy.filter(pl.col("running_instances") >= 2)["machine_hours"].sum() / hours,
+    }
+
+
+def machine_num_worker_cdf(ctx: TraceContext) -> pl.DataFrame:
+    """CDF of `pai_machine_metric.machine_num_worker` (definition
+    `sharing.colocation.machine_num_worker`)."""
+    return cdf_table(ctx, "machine_num_worker", "pai_machine_metric")
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU memory against capacity
+# ---------------------------------------------------------------------------------------------
+
+
+def _capacity_values_sql() -> str:
+    return ", ".join(f"('{model}', {gb!r}::DOUBLE)" for model, (gb, _) in PAI_GPU_MEMORY_GB.items())
+
+
+def _peak_quantiles_sql() -> str:
+    """`quantile_cont(peak_share, q) AS p50_peak_share, ...` and the mean, for a SELECT list."""
+    parts = [f"quantile_cont(peak_share, {q}) AS {name}_peak_share" for name, q in SUMMARY_QUANTILES.items()]
+    return ", ".join(parts + ["avg(peak_share) AS mean_peak_share"])
+
+
+def _gpu_memory_rows_sql() -> str:
+    """A FROM item: PAI sensor rows of GPU instances with their machine's GPU type, the device
+    capacity (NULL when not sized), the devices occupied and the used shares."""
+    return f"""(
+        WITH capacity(gpu_type, capacity_gb) AS (VALUES {_capacity_values_sql()}),
+        tasks AS (
+            SELECT job_name, task_name, max(plan_gpu) AS plan_gpu FROM pai_task_table
+            WHERE plan_gpu > 0 GROUP BY job_name, task_name),
+        machines AS (SELECT machine, any_value(gpu_type) AS gpu_type FROM pai_machine_spec GROUP BY machine),
+        rows AS (
+            SELECT coalesce(m.gpu_type, 'unknown') AS gpu_type, t.plan_gpu,
+                   greatest(1, ceil(t.plan_gpu / 100)) AS devices,
+                   s.max_gpu_wrk_mem, s.avg_gpu_wrk_mem
+            FROM pai_sensor_table AS s
+            JOIN tasks AS t USING (job_name, task_name)
+            LEFT JOIN machines AS m USING (machine)
+            WHERE s.max_gpu_wrk_mem IS NOT NULL OR s.avg_gpu_wrk_mem IS NOT NULL)
+        SELECT r.*, c.capacity_gb,
+               r.max_gpu_wrk_mem / (c.capacity_gb * r.devices) AS peak_share,
+               r.avg_gpu_wrk_mem / (c.capacity_gb * r.devices) AS mean_share
+        FROM rows AS r LEFT JOIN capacity AS c USING (gpu_type))"""
+
+
+def gpu_memory_summary(ctx: TraceContext) -> pl.DataFrame:
+    """Per machine GPU type (and 'all' sized ones): instances with a GPU memory reading, the
+    device memory, quantiles of the peak used share, shares above half and above all of the device
+    memory, and sharing instances above their requested share (definitions
+    `sharing.gpu_memory.used_share`, `sharing.gpu_memory.over_requested_share`). Types that
+    cannot be sized have NULL shares."""
+    return ctx.query(f"""
+        SELECT CASE WHEN grouping(gpu_type) = 1 THEN '{ALL}' ELSE gpu_type END AS gpu_type,
+               count(*) AS instances,
+               CASE WHEN grouping(gpu_type) = 0 THEN any_value(capacity_gb) END AS capacity_gb,
+               count(peak_share) AS instances_sized, {_peak_quantiles_sql()},
+               count(*) FILTER (WHERE peak_share > 0.5) / nullif(count(peak_share), 0) AS peak_above_half_share,
+               count(*) FILTER (WHERE peak_share > 1) / nullif(count(peak_share), 0) AS peak_above_device_share,
+               count(*) FILTER (WHERE plan_gpu < 100 AND capacity_gb IS NOT NULL
+                                  AND max_gpu_wrk_mem IS NOT NULL) AS sharing_instances,
+               count(*) FILTER (WHERE plan_gpu < 100 AND max_gpu_wrk_mem > plan_gpu / 100 * capacity_gb)
+                   / nullif(count(*) FILTER (WHERE plan_gpu < 100 AND capacity_gb IS NOT NULL
+                                               AND max_gpu_wrk_mem IS NOT NULL), 0)
+                   AS sharing_over_requested_share
+        FROM {_gpu_memory_rows_sql()}
+        GROUP BY GROUPING SETS ((gpu_type), ())
+        HAVING grouping(gpu_type) = 0 OR count(peak_share) > 0
+        ORDER BY grouping(gpu_type) DESC, gpu_type""")
+
+
+def gpu_memory_cdf(ctx: TraceContext) -> pl.DataFrame:
+    """CDF of the used share of device memory, peak and mean, per sized GPU type and over all
+    (definition `sharing.gpu_memory.used_share`)."""
+    source = f"""(
+        WITH r AS {_gpu_memory_rows_sql()},
+        long AS (
+            SELECT gpu_type, 'peak' AS statistic, peak_share AS share FROM r
+            UNION ALL SELECT gpu_type, 'mean' AS statistic, mean_share AS share FROM r)
+        SELECT gpu_type, statistic, share FROM long
+        UNION ALL SELECT '{ALL}' AS gpu_type, statistic, share FROM long)"""
+    return cdf_table(ctx, "share", source, groups=("gpu_type", "statistic"))
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Queueing: PAI's readings of the wait
+# ---------------------------------------------------------------------------------------------
+
+
+def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
+    """PAI's readings of the wait side by side: per definition, what a row is (`per`: job or
+    task), rows, rows with a value and quantiles (s). Parts whose tables are missing are left out."""
+    quantiles = quantile_columns_sql("delay_s", suffix="_s")
+    ctes: list[str] = []
+    parts = [f"""SELECT '{QUEUE}' AS definition, 'job' AS per, count(*) AS rows, {quantiles}
+                 FROM (SELECT queue_s AS delay_s FROM {ctx.jobs})"""]
+    if ctx.has("pai_task_table", "pai_instance_table"):
+        ctes.append("""first_instance AS (
+            SELECT job_name, task_name, min(start_time) AS first_start FROM pai_instance_table
+            WHERE start_time IS NOT NULL GROUP BY job_name, task_name)""")
+        ctes.append("""tasks AS MATERIALIZED (
+            SELECT t.job_name, t.start_time, f.first_start - t.start_time AS delay_s
+            FROM pai_task_table t LEFT JOIN first_instance f USING (job_name, task_name))""")
+        parts.append(f"""SELECT '{PAI_TASK}', 'task', count(*), {quantiles} FROM tasks""")
+    elif ctx.has("pai_task_table"):
+        ctes.append("tasks AS (SELECT job_name, start_time FROM pai_task_table)")
+    if ctx.has("pai_job_table", "pai_task_table"):
+        parts.insert(1, f"""
+            SELECT '{PAI_OFFICIAL}', 'job', count(*), {quantiles}
+            FROM (SELECT min(t.start_time) - j.start_time AS delay_s
+                  FROM pai_job_table j LEFT JOIN tasks t USING (job_name) GROUP BY j.job_name, j.start_time)""")
+    with_clause = f"WITH {', '.join(ctes)} " if ctes else ""
+    frame = ctx.query(with_clause + " UNION ALL ".join(parts))
+    return frame.rename({"jobs_with_value": "rows_with_value"})
+
+
+
+# ---------------------------------------------------------------------------------------------
+# The parts
+# ---------------------------------------------------------------------------------------------
+
+
+def _measured(ctx: TraceContext, result: ModuleResult) -> None:
+    has_sensor = ctx.has("pai_sensor_table", "pai_task_table")
+    has_machine = ctx.has("pai_machine_metric")
+    if not (has_sensor or has_machine):
+        result.skip("measured GPU utilisation", "the catalog lacks pai_sensor_table with pai_task_table, "
+                                                "and pai_machine_metric")
+        return
+    frames: list[pl.DataFrame] = []
+    with ExitStack() as stack:
+        instances = stack.enter_context(materialized(ctx, f"SELECT * FROM {pai_gpu_instances_sql(ctx)}",
+                                                     "pai_gpu_instances")) if has_sensor else None
+        if has_sensor:
+            frames.append(ctx.query(series_summary_sql("pai_instance_gpu_util", "GPU instance (sensor row)",
+                                                       "gpu_wrk_util", instances)))
+        if has_machine:
+            frames.append(ctx.query(series_summary_sql(
+                "pai_machine_gpu_util", "instance on a machine (machine-metric row)", "machine_gpu", _PAI_MACHINE_GPU)))
+        summary = add_measured_summary(result, frames)
+        if instances:
+            _pai_instances(ctx, result, instances, summary)
+        else:
+            result.skip("PAI instance GPU utilisation", "pai_sensor_table or pai_task_table is not ingested")
+    if has_machine:
+        result.add("pai_machine_gpu_util_cdf", pai_machine_gpu_util_cdf(ctx), ("utilization.pai_machine_gpu_util",),
+                   "a probability of the CDF over machine-metric rows")
+        row = summary.filter(pl.col("measure") == "pai_machine_gpu_util").row(0, named=True)
+        result.add_finding("pai_machine_gpu_util_p50", "median machine GPU utilisation while an instance ran",
+                           row["p50_pct"], "%", "utilization.pai_machine_gpu_util",
+                           f"{row['values']:,} machine-metric rows, {row['above_100']:,} of them above 100")
+    else:
+        result.skip("PAI machine GPU utilisation", "pai_machine_metric is not ingested")
+
+
+def _pai_instances(ctx: TraceContext, result: ModuleResult, instances: str, summary: pl.DataFrame) -> None:
+    defs = ("utilization.pai_instance_gpu_util",)
+    result.add("pai_instance_gpu_util_cdf", pai_instance_gpu_util_cdf(ctx, instances), defs,
+               "a probability of the CDF over GPU instances")
+    result.add("pai_instance_gpu_util_by_size", pai_instance_gpu_util_by(ctx, "gpu_bucket", instances),
+               defs + ("gpu_request.bucket",), "a GPU-request bucket of the instances' jobs")
+    result.add("pai_instance_gpu_util_by_state", pai_instance_gpu_util_by(ctx, "state", instances),
+               defs + ("state.canonical",), "a final state of the instances' jobs")
+    row = summary.filter(pl.col("measure") == "pai_instance_gpu_util").row(0, named=True)
+    result.add_finding("pai_instance_gpu_util_p50", "median GPU utilisation of GPU instances",
+                       row["p50_pct"], "%", "utilization.pai_instance_gpu_util",
+                       f"{row['values']:,} GPU instances with a sensor row")
+
+
+def _requests(ctx: TraceContext, result: ModuleResult) -> None:
+    if not ctx.has("pai_task_table", "pai_sensor_table"):
+        result.skip("requests against usage",
+                    "the trace records no per-task requests beside measured usage (PAI task and sensor tables)")
+        return
+    defs = ("utilization.pai_task_usage_ratio", "utilization.pai_task_over_request")
+    with materialized(ctx, f"SELECT * FROM {pai_task_usage_sql()}", "pai_task_usage") as usage:
+        table = result.add("pai_request_vs_usage", pai_request_vs_usage(ctx, usage), defs, "a resource, over tasks")
+        result.add("pai_usage_ratio_cdf", pai_usage_ratio_cdf(ctx, usage), defs,
+                   "a probability of the CDF of one resource")
+    for row in table.to_dicts():
+        label = row["resource"].upper()
+        population = f"{row['tasks']:,} tasks with a {label} request and a sensor row"
+        if row["resource"] in ("gpu", "cpu"):
+            result.add_finding(
+                f"{row['resource']}_over_request_share", f"share of tasks using less {label} than they request",
+                row["over_requesting_share"], "fraction", "utilization.pai_task_over_request", population)
+        if row["resource"] == "gpu":
+            result.add_finding("gpu_usage_ratio_p50", "median share of its GPU request a task uses",
+                               row["p50_usage_ratio"], "fraction", "utilization.pai_task_usage_ratio", population)
+
+
+def _analyze_colocation(ctx: TraceContext, result: ModuleResult) -> None:
+    if ctx.has("pai_instance_table"):
+        distribution = result.add("colocation_distribution", colocation_distribution(ctx),
+                                  ("sharing.colocation.concurrent_instances",),
+                                  "a machine GPU type (or 'all') and a number of instances running at once "
+                                  "on a machine")
+        summary = colocation_summary(distribution)
+        result.add_finding("colocated_busy_time_share",
+                           "share of busy machine-time with 2+ instances at once",
+                           summary["colocated_busy_share"], "fraction", "sharing.colocation.concurrent_instances",
+                           "machines of pai_instance_table while they run an instance")
+    else:
+        result.skip("instances running at once per machine",
+                    "the catalog lacks pai_instance_table")
+    if ctx.has("pai_machine_metric"):
+        cdf = result.add("machine_num_worker_cdf", machine_num_worker_cdf(ctx),
+                         ("sharing.colocation.machine_num_worker",), "a probability of the CDF")
+        median = cdf.filter(pl.col("probability") == 0.5)
+        result.add_finding("machine_num_worker_p50", "median machine_num_worker (workers on the machine)",
+                           median["value"][0] if median.height else None, "workers",
+                           "sharing.colocation.machine_num_worker", "rows of pai_machine_metric")
+    else:
+        result.skip("workers per machine (machine_num_worker)",
+                    "the catalog lacks pai_machine_metric")
+
+
+def _analyze_gpu_memory(ctx: TraceContext, result: ModuleResult) -> None:
+    if not ctx.has("pai_sensor_table", "pai_task_table", "pai_machine_spec"):
+        result.skip("GPU memory used against device capacity",
+                    "the catalog lacks pai_sensor_table, pai_task_table or pai_machine_spec")
+        return
+    definitions = ("sharing.gpu_memory.used_share", "sharing.gpu_memory.capacity",
+                   "sharing.gpu_memory.over_requested_share")
+    summary = result.add("gpu_memory_summary", gpu_memory_summary(ctx), definitions,
+                         "a machine GPU type, or 'all' (shares over the sized types only)")
+    result.add("gpu_memory_cdf", gpu_memory_cdf(ctx), definitions[:2],
+               "a machine GPU type (or 'all'), a statistic (peak or mean) and a probability of the CDF")
+    unsized = summary.filter((pl.col("gpu_type") != ALL) & pl.col("capacity_gb").is_null())
+    for gpu_type, instances in unsized.select("gpu_type", "instances").rows():
+        result.skip(f"GPU memory share on {gpu_type} machines, {instances:,} instances",
+                    "MISC mixes older GPU models of different device memory"
+                    if gpu_type == "MISC" else f"no device memory is known for GPU type {gpu_type}")
+    overall = summary.filter(pl.col("gpu_type") == ALL)
+    if overall.is_empty():
+        return
+    population = f"{overall['instances_sized'][0]:,} GPU instances with a peak GPU memory on a sized GPU"
+    result.add_finding("gpu_memory_peak_share_p50", "median peak GPU memory, share of device memory",
+                       overall["p50_peak_share"][0], "fraction", "sharing.gpu_memory.used_share", population)
+    result.add_finding("sharing_instances_over_requested_memory",
+                       "share of GPU-sharing instances above their memory share",
+                       overall["sharing_over_requested_share"][0], "fraction",
+                       "sharing.gpu_memory.over_requested_share",
+                       f"{overall['sharing_instances'][0]:,} GPU-sharing instances on a sized GPU")
+
+
+def _queue_definitions(ctx: TraceContext, result: ModuleResult) -> None:
+    pai = result.add("pai_definitions", pai_queue_definitions(ctx), (QUEUE, PAI_OFFICIAL, PAI_TASK),
+                     "a definition of the PAI queueing delay")
+    task = pai.filter(pl.col("definition") == PAI_TASK)
+    if task.height:
+        result.add_finding("task_queue_delay_p50", "median delay from PAI task start to its first instance",
+                           task["p50_s"][0], "s", PAI_TASK,
+                           f"{task['rows_with_value'][0]:,} tasks with a started instance")
+    else:
+        result.skip(f"PAI task-to-first-instance delay ({PAI_TASK})",
+                    "the catalog lacks pai_task_table or pai_instance_table")
+
+
+PARTS: tuple[TracePart, ...] = (
+    TracePart("utilization", "measured", "GPU utilisation measured per instance and per machine",
+              "sensor and machine-metric tables", _measured),
+    TracePart("utilization", "requests", "requests against measured usage", "task requests beside sensor usage",
+              _requests),
+    TracePart("sharing", "colocation", "instances running at once per machine, and workers per machine",
+              "instances with their machines", _analyze_colocation),
+    TracePart("sharing", "gpu_memory", "GPU memory used against device capacity",
+              "GPU memory per instance with its machine", _analyze_gpu_memory),
+    TracePart("queueing", "definitions", "three readings of the queueing delay",
+              "tasks and their instances", _queue_definitions),
+)
+
+#: How the tables of these parts are drawn in reports.
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("utilization", "pai_instance_gpu_util_cdf", "cdf",
+              "Measured GPU utilisation of PAI GPU instances (CDF)", "GPU utilisation (% of one GPU)",
+              "share of instances at or below x (%)", (("gpu_util_pct", "instances"),), y_percent=True,
+              compare_where=()),
+    ChartSpec("utilization", "pai_machine_gpu_util_cdf", "cdf",
+              "Machine GPU utilisation while a PAI instance ran (CDF)", "machine GPU utilisation (%)",
+              "share of machine-metric rows at or below x (%)", (("machine_gpu_pct", "rows"),),
+              y_percent=True, compare_where=()),
+    ChartSpec("utilization", "pai_usage_ratio_cdf", "cdf",
+              "Resource used over resource requested, per PAI task (CDF)",
+              "usage / request (ratio, log scale)", "share of tasks at or below x (%)",
+              (("usage_ratio", "tasks"),), group=("resource",), x_log=True, y_percent=True),
+    ChartSpec("sharing", "colocation_distribution", "line",
+              "Instances running at once on a machine (share of machine-time)", "instances running at once",
+              "share of machine-time (%)", (("machine_time_share", "machine-time"),), x=("running_instances",),
+              group=("machine_gpu_type",), y_percent=True, max_series=8),
+    ChartSpec("sharing", "machine_num_worker_cdf", "cdf", "Workers on the machine, PAI machine metric (CDF)",
+              "workers on the machine", "share of rows at or below x (%)", (("value", "rows"),), y_percent=True),
+    ChartSpec("sharing", "gpu_memory_cdf", "cdf", "Peak GPU memory used, share of the device memory (CDF)",
+              "peak GPU memory used (share of the instance's device memory)", "share of instances at or below x (%)",
+              (("value", "instances"),), group=("gpu_type",), where=(("statistic", "peak"),),
+              x_percent=True, y_percent=True),
+)
