@@ -79,7 +79,7 @@ class TraceContext:
 
     @property
     def label(self) -> str:
-        """How prose names the trace ("Philly"; an imported dataset by its name)."""
+        """How prose names the trace (its release label; an imported dataset by its name)."""
         return (self.info.label if self.info else "") or self.trace
 
     def query(self, sql: str) -> pl.DataFrame:

@@ -62,7 +62,7 @@ class ModuleResult:
     """Everything one module found on one trace.
 
     `specific` labels the tables and findings (by name) that the trace's own science added
-    (`ddlx.analysis.trace_parts`): "PAI only: requests against measured usage".
+    (`ddlx.analysis.trace_parts`): "<trace> only: <what the part computes>".
     """
 
     module: str

@@ -1,5 +1,5 @@
 """Time patterns: when jobs are submitted (hour of week in the trace's local time, per cluster;
-submissions per day over the trace) and how many of them recur (PAI's `group` tag)."""
+submissions per day over the trace) and how many of them recur (the canonical `job_group` tag)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
     Definition(
         "time_patterns.recurring_job", "Recurring job", "jobs",
-        "A job whose recurring-job tag (job_group; PAI: the group-tag table's `group`) is shared "
+        "A job whose recurring-job tag (job_group: {derivations}) is shared "
         "by at least one other job of the trace. Shares are over all jobs of the trace (a job "
         "without a tag is not recurring) and over all their GPU-time (gpu_time.request_x_runtime). "
         "Group sizes are binned by powers of two: 1, 2, 3-4, 5-8, ...",
@@ -133,7 +133,7 @@ def analyze(ctx: TraceContext) -> ModuleResult:
 
     counts = recurring_counts(ctx)
     if not counts["tagged_jobs"]:
-        result.skip("recurring jobs", "the trace records no recurring-job tag (job_group; only PAI has one)")
+        result.skip("recurring jobs", "the trace records no recurring-job tag (job_group)")
         return result
     result.add("recurring_group_sizes", group_sizes(ctx), ("time_patterns.recurring_job", "gpu_time.request_x_runtime"),
                "a range of jobs per recurring-job group")

@@ -1,9 +1,9 @@
 """Science that only one trace's records allow, declared by that trace and run inside the modules.
 
 The analysis modules read canonical views only. Where one trace records something no canonical
-view holds (PAI's per-task requests beside measured usage, its tasks with their instances, its
-per-machine worker counts; Philly's per-minute GPU log with each attempt's GPUs), that trace's
-folder declares what it computes from it: its `analyses` module lists `PARTS`, each a
+view holds (per-task requests beside measured usage, tasks with their instances, per-machine
+worker counts, a per-minute GPU log with the GPUs each attempt held), that trace's folder
+declares what it computes from it: its `analyses` module lists `PARTS`, each a
 `TracePart` of one analysis module at one place in it (`slot`), with the definitions it uses in
 `DEFINITIONS` and the charts of its tables in `CHARTS`.
 

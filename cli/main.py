@@ -216,7 +216,7 @@ def sql(
     max_rows: Annotated[int, typer.Option("--max-rows", help="Rows shown in table format.")] = 50,
     data_home: DataHome = None,
 ) -> None:
-    """Run a query on the catalog (tables: jobs, pai_job_table, ...) and print the result."""
+    """Run a query on the catalog (tables: jobs and each trace's own) and print the result."""
     from ddlx.datasets.catalog import query as run_query
     from ddlx.reports.text import format_csv, format_json, format_table
 

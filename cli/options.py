@@ -9,7 +9,7 @@ import typer
 
 from ddlx.datasets.traces import TRACES
 
-#: The registered traces as help texts list them ("pai, philly, ...").
+#: The registered traces as help texts list them ("a, b, ...").
 TRACE_NAMES = ", ".join(TRACES)
 
 DataHome = Annotated[

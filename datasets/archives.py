@@ -30,15 +30,15 @@ COPY_CHUNK = 4 << 20
 MAX_MEMBER_BYTES = 16 << 30
 """Default limit on the uncompressed size of one extracted archive member: 16 GiB.
 
-The largest member of any official release is Philly's GPU utilisation log (~2.9 GB of the
-6.6 GB unpacked from `trace-data.tar.gz`); 16 GiB leaves more than five times that. Raise it
+The largest member of any official release ddlx reads is a GPU utilisation log of ~2.9 GB (of
+a 6.6 GB unpacked archive); 16 GiB leaves more than five times that. Raise it
 with the environment variable `DDLX_MAX_MEMBER_BYTES` (bytes, or with a K/M/G/T suffix).
 """
 
 MAX_EXPANSION_RATIO = 200
 """Default limit on how many times its compressed size one member may expand to.
 
-Official releases expand 3 to 10 times (Philly 1.06 GB -> 6.6 GB, Helios 36.4 MB -> 343 MB);
+Official releases expand 3 to 10 times (e.g. 1.06 GB -> 6.6 GB, 36.4 MB -> 343 MB);
 deflate reaches about 1030 times only on runs of one byte, the stuff of decompression bombs.
 Raise it with the environment variable `DDLX_MAX_EXPANSION_RATIO`.
 """

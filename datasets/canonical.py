@@ -24,14 +24,15 @@ class CanonicalColumn:
 STATES: tuple[str, ...] = ("completed", "failed", "cancelled", "running", "pending")
 
 JOB_COLUMNS: tuple[CanonicalColumn, ...] = (
-    CanonicalColumn("trace", "VARCHAR", "registry name of the trace, e.g. `pai`"),
-    CanonicalColumn("cluster", "VARCHAR", "cluster within the trace (PAI has one: `pai`)"),
+    CanonicalColumn("trace", "VARCHAR",
+                    "registry name of the trace (as `ddlx datasets list` gives it), or of the imported dataset"),
+    CanonicalColumn("cluster", "VARCHAR", "cluster within the trace (a one-cluster trace names one)"),
     CanonicalColumn("job_id", "VARCHAR", "job identifier, unique within trace and cluster"),
     CanonicalColumn("user", "VARCHAR", "submitting user (hashed in public traces)"),
     CanonicalColumn("vc", "VARCHAR", "virtual cluster or queue; NULL where the trace has none"),
-    CanonicalColumn("job_group", "VARCHAR", "recurring-job tag (PAI `group`); NULL where absent"),
+    CanonicalColumn("job_group", "VARCHAR", "recurring-job tag; NULL where absent"),
     CanonicalColumn("job_name", "VARCHAR", "job name where the trace has one besides the id"),
-    CanonicalColumn("workload", "VARCHAR", "workload label (PAI `workload`); NULL where absent"),
+    CanonicalColumn("workload", "VARCHAR", "workload label; NULL where absent"),
     CanonicalColumn("submit_time", "TIMESTAMPTZ", "submission instant (UTC)"),
     CanonicalColumn("start_time", "TIMESTAMPTZ",
                     "first instant any part of the job ran (UTC); NULL if it never started"),
@@ -45,8 +46,8 @@ JOB_COLUMNS: tuple[CanonicalColumn, ...] = (
     CanonicalColumn("num_gpus", "DOUBLE", "GPUs requested by the whole job; fractions allowed"),
     CanonicalColumn("num_cpus", "DOUBLE", "CPU cores requested by the whole job"),
     CanonicalColumn("mem_gb", "DOUBLE", "main memory requested by the whole job, GB"),
-    CanonicalColumn("num_instances", "BIGINT", "instances (PAI), pods or nodes the job asked for"),
-    CanonicalColumn("num_tasks", "BIGINT", "tasks or roles of the job (PAI); 1 where the trace has none"),
+    CanonicalColumn("num_instances", "BIGINT", "instances, pods or nodes the job asked for"),
+    CanonicalColumn("num_tasks", "BIGINT", "tasks or roles of the job; 1 where the trace has none"),
     CanonicalColumn("gpu_type", "VARCHAR", "GPU model asked for or assigned; NULL when unknown or no GPU"),
     CanonicalColumn("fractional_gpu", "BOOLEAN",
                     "true when some instance asks for a part of a GPU (shares a GPU)"),
@@ -61,6 +62,18 @@ def state_case_sql(column: str, mapping: dict[str, str]) -> str:
     """`CASE <column> WHEN '<raw>' THEN '<canonical>' ... END`: a trace's state mapping in SQL."""
     cases = " ".join(f"WHEN '{raw.replace(chr(39), chr(39) * 2)}' THEN '{state}'" for raw, state in mapping.items())
     return f"CASE {column} {cases} END"
+
+
+def state_mapping_text(mapping: dict[str, str]) -> str:
+    """A trace's state mapping in prose, in the order of `STATES`: "COMPLETED -> completed, FAILED
+    and TIMEOUT -> failed"."""
+    parts = []
+    for state in STATES:
+        raw = [word for word, canonical in mapping.items() if canonical == state]
+        if raw:
+            words = raw[0] if len(raw) == 1 else ", ".join(raw[:-1]) + " and " + raw[-1]
+            parts.append(f"{words} -> {state}")
+    return ", ".join(parts)
 
 
 def jobs_table_name(trace: str) -> str:

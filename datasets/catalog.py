@@ -1,6 +1,6 @@
 """The catalog: one DuckDB database file of views over the ingested Parquet files.
 
-A user can open `<home>/catalog.duckdb` with plain `duckdb` and query `jobs`, `pai_job_table`, ...
+A user can open `<home>/catalog.duckdb` with plain `duckdb` and query `jobs` and each trace's own tables (`<trace>_...`)
 The catalog is never edited in place: every change builds a new file beside it, verifies it and
 renames it over the old one, so a killed or failed ingest leaves the previous catalog as it was.
 Readers hold the store versions they read (`reading`), so an ingest never deletes them underneath.
@@ -186,7 +186,7 @@ def reading(home: Path) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[str, R
     for attempt in range(8):
         if not path.exists():
             raise CatalogError(
-                f"no catalog in {home}; ingest a trace first (ddlx datasets ingest pai --from DIR)")
+                f"no catalog in {home}; ingest a trace first (ddlx datasets ingest TRACE --from DIR)")
         con = _open_read_only(path)
         try:
             registrations = _registrations(con, path)

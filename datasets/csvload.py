@@ -144,7 +144,7 @@ def check_header(csv_path: Path, display: str, expected: Sequence[str], delimite
 class CsvSource:
     """One CSV file to load: its schema and the SELECT applied to its rows (read FROM `SOURCE`).
 
-    `display` is the name used in messages (e.g. `pai_job_table.tar.gz:pai_job_table.csv`).
+    `display` is the name used in messages (e.g. `<archive>.tar.gz:<member>.csv`).
     """
 
     path: Path

@@ -55,7 +55,7 @@ DEADLINE_S = 60.0
 
 MIN_RATE_BYTES_S = 16 << 10
 """Slowest average transfer accepted over a deadline stretch: 16 KiB/s (about 130 kbit/s). A link
-that keeps it up is never cut off: Philly's 1.06 GB archive would complete in one run (in 18 h)."""
+that keeps it up is never cut off: the largest official archive (1.06 GB) would complete in one run (in 18 h)."""
 
 DEADLINE_ENV = "DDLX_DOWNLOAD_DEADLINE_S"
 

@@ -33,9 +33,9 @@ class TraceInfo:
     `wall_clock` is False when the trace's times are offsets from an undisclosed start, so that
     they have no time of day or weekday (`source_tz` then only names the zone they are stored in).
     `open_jobs_run_to_end` is False when a job that started and has no end is a record whose end
-    was not logged rather than a job running when the trace was taken (PAI: its Running jobs ask
-    for several times the cluster's GPUs), so that such jobs cannot be placed in time.
-    `label` is how prose names the trace ("Philly"); `records_gpu_fractions` is True when its
+    was not logged rather than a job running when the trace was taken (e.g. when such jobs together
+    ask for several times the cluster's GPUs), so that such jobs cannot be placed in time.
+    `label` is how prose names the trace (a short name); `records_gpu_fractions` is True when its
     records tell a part of a GPU from a whole one even where no job asks for a part.
     """
 

@@ -2,7 +2,7 @@
 gradient-boosted models with p50/p90 quantiles, model folders with a card, and exporters.
 
     from ddlx.predict import load_predictor
-    predictor = load_predictor("ddlx-models/pai")
+    predictor = load_predictor("ddlx-models/my-trace")
     predictions = predictor.predict(jobs)  # job_id, pred_s, p50_s, p90_s, model_id
 
 See docs/predict.md for every definition.

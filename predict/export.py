@@ -18,7 +18,7 @@ Formats (CSV with a header line; times and durations in seconds):
   num_gpus (predicted GPU seconds; smaller runs first). Jobs without num_gpus are left out.
 
 Job ids must be present and unique among the exported rows; a multi-cluster trace whose ids
-repeat across clusters (Helios) is exported one cluster at a time (`cluster=`).
+repeat across clusters (a multi-cluster trace) is exported one cluster at a time (`cluster=`).
 """
 
 from __future__ import annotations

@@ -29,12 +29,13 @@ class CompareError(DdlxError):
 
 def check_names(names: Sequence[str]) -> list[str]:
     """The names to compare, as given; `CompareError` unless there are two or more, each once.
-    `pai-trace` is read as `pai` (the name `ddlx analyze` uses)."""
+    `<trace>-trace` is read as `<trace>` (the name `ddlx analyze` uses)."""
     from ddlx.datasets.traces import TRACES
 
     cleaned = [n[: -len("-trace")] if n.endswith("-trace") and n[: -len("-trace")] in TRACES else n for n in names]
     if len(cleaned) < 2:
-        raise CompareError("compare needs two or more traces or datasets, e.g. `ddlx report compare pai philly`")
+        example = " ".join(list(TRACES)[:2])
+        raise CompareError(f"compare needs two or more traces or datasets, e.g. `ddlx report compare {example}`")
     repeated = sorted({n for n in cleaned if cleaned.count(n) > 1})
     if repeated:
         raise CompareError(f"'{repeated[0]}' is named twice; name each trace once")

@@ -117,6 +117,8 @@ class TableView:
     columns: list[Column]
     rows: list[list[Any]]
     sources: list[Source]
+    #: Set when the table is one trace's own science: "<trace> only: <what>".
+    specific: str = ""
 
 
 @dataclass
@@ -140,6 +142,8 @@ class NumberRow:
     unit: str
     definition: str
     cells: list[Cell]
+    #: Set when the number is one trace's own science: "<trace> only: <what>".
+    specific: str = ""
 
 
 @dataclass

@@ -154,7 +154,8 @@ def aligned_numbers(module: str, per_trace: Mapping[str, ModuleResult | None]) -
         for finding in result.findings if result else []:
             key = (finding.name, finding.definition)
             if key not in rows:
-                rows[key] = NumberRow(module, finding.name, finding.text, finding.unit, finding.definition, [])
+                rows[key] = NumberRow(module, finding.name, finding.text, finding.unit, finding.definition, [],
+                                      result.specific.get(finding.name, ""))
     for row in rows.values():
         for trace, result in per_trace.items():
             finding = None if result is None else next(
@@ -183,9 +184,12 @@ def _table_view(module: str, name: str, found: list[tuple[TraceInput, ResultTabl
             values = {**record, "trace": item.result.trace} if compare else record
             rows.append([plain(values.get(c)) for c in columns])
     definitions = list(dict.fromkeys(d for _, t in found for d in t.definitions))
+    specific = "; ".join(dict.fromkeys(
+        label for item, _ in found for m in item.result.modules if m.module == module
+        if (label := m.specific.get(name))))
     return TableView(id=slug("table", module, name), module=module, name=name, row=found[0][1].row,
                      definitions=definitions, columns=[Column(c, column_unit(c)) for c in columns], rows=rows,
-                     sources=sources)
+                     sources=sources, specific=specific)
 
 
 def _definitions(inputs: Sequence[TraceInput], sections: Sequence[Section]) -> list[dict[str, str]]:

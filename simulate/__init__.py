@@ -2,7 +2,7 @@
 sjf-predicted or las, with or without backfilling, and compare JCT, queueing delay and utilisation.
 
     from ddlx.simulate import simulate_trace
-    report = simulate_trace(home, "pai", ["fifo", "sjf-oracle"], gpus=None, backfill=True)
+    report = simulate_trace(home, trace, ["fifo", "sjf-oracle"], gpus=None, backfill=True)
     report.table(); report.to_json()
 
 Hand-made workloads: `workload_from_arrays(...)` then `simulate(workload, ["fifo"])`.

@@ -6,7 +6,7 @@ oracle duration). Every other job is left out and counted under the first reason
 order of `EXCLUSION_REASONS`. Submission times are replayed as recorded, in seconds from the first
 simulated submission; jobs are ordered by submission time, then job id (missing ids last).
 
-GPU requests keep their fractions (PAI asks for parts of a GPU): the engine counts GPUs in
+GPU requests keep their fractions (some traces ask for parts of a GPU): the engine counts GPUs in
 thousandths (`GPU_UNITS_PER_GPU`), a request rounded to the nearest thousandth, and never below one.
 """
 
@@ -193,19 +193,19 @@ def workload_from_arrays(submit_s: Any, gpus: Any, run_s: Any, capacity_gpus: fl
 def trace_capacity(ctx: TraceContext, cluster: str | None = None) -> Capacity:
     """The GPUs of the trace's cluster by the catalog (`ddlx.analysis.capacity.gpu_capacity`).
 
-    Rule: the first capacity source of `capacity.SOURCE_PREFERENCE` the trace has (rows of
+    Rule: the trace's preferred capacity source that has rows (`capacity.capacity_sources`; rows of
     `cluster` only, when given). A source with one capacity for the whole trace gives the sum of
-    its rows (over GPU types, VCs, clusters); a source with dated rows (Helios: per VC per day)
+    its rows (over GPU types, VCs, clusters); a source with dated rows (e.g. per VC per day)
     gives the largest total of any one day (summed over clusters and VCs).
     `SimulationError` when the trace documents none (imported tables): give the size instead.
     """
-    from ddlx.analysis.capacity import SOURCE_PREFERENCE, gpu_capacity
+    from ddlx.analysis.capacity import capacity_sources, gpu_capacity
 
     rows = gpu_capacity(ctx)
     if cluster is not None:
         rows = rows.filter(pl.col("cluster") == cluster)
     present = set(rows["source"].to_list())
-    chosen = next((s for s in SOURCE_PREFERENCE if s in present), None)
+    chosen = next((s for s in capacity_sources(ctx) if s in present), None)
     if chosen is None:
         where = f"cluster '{cluster}' of '{ctx.trace}'" if cluster is not None else f"'{ctx.trace}'"
         raise SimulationError(f"{where} documents no GPU capacity in the catalog; give the cluster size "

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ddlx.cli.main import app
-from ddlx.datasets.canonical import JOB_COLUMNS
+from ddlx.datasets.canonical import JOB_COLUMNS, VIEWS
+from ddlx.datasets.traces import TRACES, trace_part
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,7 +56,31 @@ def test_only_the_ddlx_package_is_installed() -> None:
     assert {"ddlx/analysis/__init__.py", "ddlx/datasets/__init__.py", "ddlx/cli/main.py"} <= set(python_files)
 
 
+def _columns(section: str) -> list[tuple[str, str]]:
+    return re.findall(r"^\| `(\w+)` \| (\w+) \|", section, flags=re.M)
+
+
 def test_schema_doc_lists_every_canonical_column() -> None:
     doc = (REPO / "docs" / "schema.md").read_text()
-    documented = re.findall(r"^\| `(\w+)` \| (\w+) \|", doc, flags=re.M)
-    assert documented == [(c.name, c.sql_type) for c in JOB_COLUMNS]
+    jobs = doc[doc.index("## Canonical `jobs`"):doc.index("## Canonical views beyond jobs")]
+    assert _columns(jobs) == [(c.name, c.sql_type) for c in JOB_COLUMNS]
+    for view in VIEWS.values():
+        start = doc.index(f"### `{view.name}`")
+        section = doc[start:doc.index("\n#", start + 1)]
+        assert _columns(section.split("| column | type | meaning |")[1]) == [(c.name, c.sql_type) for c in view.columns]
+
+
+class _EveryTable(set):
+    """A set of stored tables that holds every table: what a trace publishes at most."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def test_schema_doc_says_which_trace_publishes_each_view() -> None:
+    doc = (REPO / "docs" / "schema.md").read_text()
+    for view in VIEWS.values():
+        row = re.search(rf"^\| `{view.name}` \| (.*) \|$", doc, flags=re.M)
+        publishers = [name for name in TRACES if (module := trace_part(name, "views")) is not None
+                      and view.name in module.canonical_views(_EveryTable())]
+        assert row and re.findall(r"`([\w-]+)`", row.group(1)) == publishers, view.name

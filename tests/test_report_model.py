@@ -27,6 +27,7 @@ from ddlx.datasets.synthetic import home_with_jobs_or_sample
 from ddlx.errors import CatalogError
 from ddlx.reports import charts
 from ddlx.reports.compare import CompareError, build_compare_report, check_names
+from ddlx.reports.render import render_html, render_markdown
 from ddlx.reports.report import MODULE_SECTIONS, build_report
 from ddlx.reports.results import write_results
 from tests.conftest import write_pai_release
@@ -287,3 +288,24 @@ def test_report_document_is_plain_json(lab: AnalysisResult) -> None:
     assert again["format"] == "ddlx-report/1" and again["synthetic"] is False and "label" not in again
     assert [s["id"] for s in again["sections"]] == [m for m, _, _ in MODULE_SECTIONS]
     assert again["headline"][0]["cells"][0]["value"] == 30
+
+
+def test_a_traces_own_science_is_labelled_as_such(pai: AnalysisResult, lab: AnalysisResult) -> None:
+    """Tables and numbers that only PAI's records allow carry "PAI only: ..." in the results, the
+    report model and the rendered pages; the generic ones and the imported table's carry none."""
+    queueing = pai.module("queueing")
+    assert queueing.specific == {"pai_definitions": "PAI only: three readings of the queueing delay",
+                                 "task_queue_delay_p50": "PAI only: three readings of the queueing delay"}
+    assert pai.to_dict()["modules"]["queueing"]["trace_specific"] == queueing.specific
+    assert all(not m.specific for m in lab.modules)
+    report = build_report(pai)
+    section = next(s for s in report.sections if s.id.endswith("queueing"))
+    labels = {row.name: row.specific for row in section.numbers}
+    assert labels["task_queue_delay_p50"] == "PAI only: three readings of the queueing delay"
+    assert labels["queue_delay_p50_1gpu"] == ""
+    views = {view.name: view.specific for view in section.tables}
+    assert views["pai_definitions"] == "PAI only: three readings of the queueing delay"
+    assert views["waits_over_thresholds"] == ""
+    html = render_html(report)
+    assert html.count("(PAI only: three readings of the queueing delay)") == 2
+    assert "(PAI only: three readings of the queueing delay)" in render_markdown(report)

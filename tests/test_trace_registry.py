@@ -3,6 +3,7 @@ the generator see: each trace has its folder, reader, generator, doc page and RE
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -37,3 +38,12 @@ def test_every_trace_has_an_analyze_command(cli) -> None:
     result = cli("analyze", "--help")
     assert result.code == 0
     assert re.findall(r"│ ([a-z0-9-]+)-trace ", result.out) == list(TRACES)
+
+
+def test_every_trace_folder_is_installed_and_placed_once() -> None:
+    """Adding a trace edits one line: its package in pyproject.toml (the folder is found, and this
+    test fails while the package is not listed, so a wheel would lack it)."""
+    listed = set(re.findall(r'"(ddlx\.datasets\.traces\.\w+)"', (REPO / "pyproject.toml").read_text()))
+    assert listed == {f"ddlx.datasets.traces.{folder}" for folder in FOLDERS}
+    positions = [importlib.import_module(f"ddlx.datasets.traces.{folder}").LIST_POSITION for folder in FOLDERS]
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)

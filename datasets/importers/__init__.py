@@ -71,6 +71,7 @@ DERIVATIONS: dict[str, str] = {
     "runtime.first_start_to_last_end": "the mapped duration, or end - start",
     "gpu_request.job_total": "the mapped gpus column",
     "utilization.allocated_gpus": "the mapped start (else the submission) to the end",
+    "time_patterns.recurring_job": "the mapped group column",
     "gpu_request.fractional": "a mapped gpus value that is not a whole number",
     "state.canonical": "the first word of the mapped state column, by the importer's state words",
 }

@@ -3,13 +3,15 @@
 Each folder declares its release facts (`RELEASE`), its reader (`reader.ADAPTER`), its generator
 (`generator.generate`) and the scale of its sample (`SAMPLE_SCALE`). The command line, help texts,
 downloads, ingest and the generator all take the traces from here: adding a trace is a new folder
-(see docs/adding-a-trace.md) and one entry in `FOLDERS`. Readers and generators are imported on
-first use, so listing the traces stays cheap.
+(see docs/adding-a-trace.md): the folders are found here (`FOLDERS`), each in the place its
+`LIST_POSITION` gives, and the only other line to edit is the package list of pyproject.toml.
+Readers and generators are imported on first use, so listing the traces stays cheap.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -20,12 +22,18 @@ from ddlx.errors import UnknownDatasetError
 if TYPE_CHECKING:
     from ddlx.datasets.adapter import TraceAdapter
 
-#: The folders of the supported traces, in the order ddlx lists them.
-FOLDERS: tuple[str, ...] = ("pai", "philly", "helios", "pai_v2023", "acme")
-
-
 def _package(folder: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{folder}")
+
+
+def _discover() -> tuple[str, ...]:
+    """The trace folders (sub-packages of this one), by their `LIST_POSITION`, then name."""
+    folders = [module.name for module in pkgutil.iter_modules(__path__) if module.ispkg]
+    return tuple(sorted(folders, key=lambda folder: (_package(folder).LIST_POSITION, folder)))
+
+
+#: The folders of the supported traces, in the order ddlx lists them.
+FOLDERS: tuple[str, ...] = _discover()
 
 
 #: Trace name (as on the command line, e.g. `pai-v2023`) -> its release facts.

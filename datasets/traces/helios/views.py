@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 from ddlx.analysis.definitions import Definition
+from ddlx.datasets.canonical import state_mapping_text
 from ddlx.datasets.sqltext import sql_string
+from ddlx.datasets.traces.helios.reader import STATE_MAP
 from ddlx.datasets.traces.helios.release import RELEASE
 
 CAPACITY_TABLE = "helios_vc_capacity"
@@ -27,7 +29,7 @@ DERIVATIONS: dict[str, str] = {
     "queue_delay.submit_to_first_start": "submit_time to start_time",
     "runtime.first_start_to_last_end": "start_time to end_time",
     "gpu_request.job_total": "gpu_num",
-    "state.canonical": "COMPLETED -> completed, CANCELLED -> cancelled, FAILED, TIMEOUT and NODE_FAIL -> failed",
+    "state.canonical": state_mapping_text(STATE_MAP),
 }
 
 

@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 from ddlx.analysis.definitions import Definition
+from ddlx.datasets.canonical import state_mapping_text
+from ddlx.datasets.traces.pai.reader import STATE_MAP
 
 MACHINE_SPEC = "pai_machine_spec"
 TASK_TABLE = "pai_task_table"
@@ -37,8 +39,8 @@ DERIVATIONS: dict[str, str] = {
     "gpu_request.job_total": "sum over the job's tasks of inst_num * plan_gpu / 100 (plan_gpu is percent of one "
                              "GPU per instance; empty counts as 0)",
     "gpu_request.fractional": "plan_gpu of some task not a multiple of 100",
-    "state.canonical": "Terminated -> completed, Failed -> failed, Running -> running (still running at trace "
-                       "end), Waiting -> pending",
+    "time_patterns.recurring_job": "the group-tag table's `group`",
+    "state.canonical": state_mapping_text(STATE_MAP) + " (running: still running at the trace end)",
 }
 
 

@@ -7,7 +7,10 @@
 
 from ddlx.datasets.traces.pai_v2023.release import RELEASE
 
-__all__ = ["RELEASE", "SAMPLE_SCALE"]
+__all__ = ["LIST_POSITION", "RELEASE", "SAMPLE_SCALE"]
 
 #: Scale of the SYNTHETIC sample `ddlx analyze` builds when the trace is not ingested (a few seconds).
 SAMPLE_SCALE = 1.0
+
+#: Where `ddlx datasets list` and the help texts show this trace among the others.
+LIST_POSITION = 4

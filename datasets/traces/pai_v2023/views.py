@@ -11,7 +11,8 @@ definitions.
 from __future__ import annotations
 
 from ddlx.analysis.definitions import Definition
-from ddlx.datasets.traces.pai_v2023.reader import JOBS, NODES, PODS, REAL_WORKLOAD
+from ddlx.datasets.canonical import state_mapping_text
+from ddlx.datasets.traces.pai_v2023.reader import JOBS, NODES, PODS, REAL_WORKLOAD, STATE_MAP
 
 DEFINITIONS: tuple[Definition, ...] = (
     Definition(
@@ -32,11 +33,9 @@ DERIVATIONS: dict[str, str] = {
     "runtime.first_start_to_last_end": "scheduled_time to deletion_time",
     "gpu_request.job_total": "gpu_milli / 1000 when num_gpu is 1, else num_gpu",
     "gpu_request.fractional": "num_gpu 1 and gpu_milli below 1000",
-    "state.canonical": "never scheduled -> pending, Succeeded -> completed, Failed -> failed, Pending -> "
-                       "pending, Running -> running when its deletion_time is the workload's last one (the "
-                       "trace ends there), else completed",
-    "sharing.fragmentation.replay": "the node list all_node when ingested, else gpu_node; the pods of the "
-                                    "real workload (default), at their scheduled_time until their deletion_time",
+    "state.canonical": ("never scheduled -> pending, " + state_mapping_text(STATE_MAP)
+                        + ", except Running -> running when its deletion_time is the workload's last one "
+                          "(the trace ends there)"),
 }
 
 #: The node list used: all_node when ingested, else gpu_node.

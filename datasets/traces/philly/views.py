@@ -9,12 +9,14 @@
 from __future__ import annotations
 
 from ddlx.analysis.definitions import Definition
+from ddlx.datasets.canonical import state_mapping_text
 from ddlx.datasets.traces.philly.reader import (
     ATTEMPTS_TABLE,
     GPU_UTIL,
     GPUS_SEEN_SQL,
     JOBS_TABLE,
     MACHINE_LIST,
+    STATE_MAP,
 )
 
 DEFINITIONS: tuple[Definition, ...] = (
@@ -42,7 +44,7 @@ DERIVATIONS: dict[str, str] = {
     "gpu_request.job_total": "GPUs listed in the detail of the job's largest attempt",
     "runtime.sum_of_attempts": "duration_s of each attempt of the job log, end - start in UTC",
     "failures.gpu_time_of_attempts": "an attempt's GPUs are the entries of the gpus lists of its detail",
-    "state.canonical": "Pass -> completed, Killed -> cancelled, Failed -> failed",
+    "state.canonical": state_mapping_text(STATE_MAP) + ", and running when the last attempt has no end",
 }
 
 _CLUSTER = f"(SELECT min(cluster) FROM {JOBS_TABLE})"
