@@ -47,3 +47,19 @@ def test_every_trace_folder_is_installed_and_placed_once() -> None:
     assert listed == {f"ddlx.datasets.traces.{folder}" for folder in FOLDERS}
     positions = [importlib.import_module(f"ddlx.datasets.traces.{folder}").LIST_POSITION for folder in FOLDERS]
     assert positions == sorted(positions) and len(set(positions)) == len(positions)
+
+
+def test_every_trace_list_in_the_docs_is_the_registry() -> None:
+    """The docs that list the traces list exactly the registered ones, in registry order."""
+    names = list(TRACES)
+    docs = REPO / "docs"
+    analysis = (docs / "analysis.md").read_text()
+    header = re.search(r"^\| module part \|(.*)\|$", analysis, flags=re.M)
+    assert header and [c.strip() for c in header.group(1).split("|")] == names + ["imported"]
+    commands = re.search(r"^ddlx analyze [a-z0-9-]+-trace +# also (.*)$", analysis, flags=re.M)
+    assert commands and [names[0]] + [c.removesuffix("-trace") for c in commands.group(1).split(", ")] == names
+    schema = (docs / "schema.md").read_text()
+    assert re.findall(r"^\| [^|]+ \(`([a-z0-9-]+)`\) \| \[docs/traces/", schema, flags=re.M) == names
+    for page in ("import.md", "simulate.md"):
+        listed = re.search(r"registered trace \(([^)]*)\)", (docs / page).read_text())
+        assert listed and [n.strip("` ") for n in listed.group(1).split(",")] == names, page
