@@ -64,6 +64,19 @@ def state_case_sql(column: str, mapping: dict[str, str]) -> str:
     return f"CASE {column} {cases} END"
 
 
+def job_table_derivations(gpus: str, mapping: dict[str, str]) -> dict[str, str]:
+    """How a trace whose job table has submit_time, start_time and end_time per job (and the job's
+    GPUs in column `gpus`, its states mapped by `mapping`) derives the core definitions
+    (`DERIVATIONS` of its folder's `views`)."""
+    return {
+        "utilization.allocated_gpus": "start_time to end_time",
+        "queue_delay.submit_to_first_start": "submit_time to start_time",
+        "runtime.first_start_to_last_end": "start_time to end_time",
+        "gpu_request.job_total": gpus,
+        "state.canonical": state_mapping_text(mapping),
+    }
+
+
 def state_mapping_text(mapping: dict[str, str]) -> str:
     """A trace's state mapping in prose, in the order of `STATES`: "COMPLETED -> completed, FAILED
     and TIMEOUT -> failed"."""

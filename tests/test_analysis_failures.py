@@ -205,11 +205,12 @@ def test_philly_attempts_and_retries(philly_result) -> None:
     assert {k: r["jobs"] for k, r in per.items()} == {0: 1, 1: 4, 2: 2}
     # app_02: attempt 1 ran 23:00-00:30 PDT (5,400 s) on 2 GPUs, attempt 2 08:50-09:10 UTC (1,200 s) on
     # 4 GPUs; its job run time is 3 h 10 min (11,400 s, gaps included) at 4 GPUs.
-    # app_05: attempt 1 has no start (adds nothing), attempt 2 ran 1,800 s on 1 GPU; no job run time.
+    # app_05: attempt 1 has no start (adds nothing), attempt 2 ran 1,800 s on 1 GPU, which is also
+    # the job's run time (it started with attempt 2).
     two = per[2]
-    assert two["run_hours"] == pytest.approx(11400 / 3600)
+    assert two["run_hours"] == pytest.approx((11400 + 1800) / 3600)
     assert two["attempts_run_hours"] == pytest.approx((5400 + 1200 + 1800) / 3600)
-    assert two["gpu_hours"] == pytest.approx(4 * 11400 / 3600)
+    assert two["gpu_hours"] == pytest.approx((4 * 11400 + 1800) / 3600)
     assert two["attempts_gpu_hours"] == pytest.approx(2 * 5400 / 3600 + 4 * 1200 / 3600 + 1 * 1800 / 3600)
     assert two["gpu_hours_before_last_attempt"] == pytest.approx(2 * 5400 / 3600)
     assert two["before_last_attempt_share"] == pytest.approx(3 / (29 / 6))
@@ -226,9 +227,8 @@ def test_philly_attempts_and_retries(philly_result) -> None:
     found = {f.name: f.value for f in philly_result.findings}
     assert found["retried_share"] == pytest.approx(2 / 6)  # app_02, app_05 of the 6 jobs with an attempt
     assert found["gpu_hours_before_last_attempt_share"] == pytest.approx(3 / (one_gpu_hours + 29 / 6))
-    # No failed job has a run time (app_03 never ran, app_05's first attempt has no start).
-    assert ("time to failure", "no failed job of this trace has a run time") in [
-        (n.what, n.why) for n in philly_result.not_applicable]
+    # One failed job has a run time: app_05, 1,800 s (app_03 never ran).
+    assert found["time_to_failure_p50"] == 1800
     assert found["failed_share"] == pytest.approx(2 / 6)  # app_03, app_05 of 6 finished (app_04 running)
 
 

@@ -29,7 +29,8 @@ REAL_HELIOS = SHARED_TRACES / "helios"
 #   2002 FAILED     given duration 61 and queue 59, but the times say 60 and 60.
 #   2003 CANCELLED  start = end (cancelled while pending, as Slurm writes it); queue 600, run 0;
 #                   its VC vcW is not in Earth's gpu_number file.
-#   3001 SUSPENDED  -> pending; started, never ended (empty end and duration); queue 10.
+#   3001 SUSPENDED  -> running (it started and had not finished at the trace end; before, it was
+#        read as pending, a job that never started); empty end and duration; queue 10.
 #   3002 COMPLETED  CPU-only; queue 0, run 1800.
 LOGS: dict[str, list[str]] = {
     "Venus": [
@@ -156,7 +157,7 @@ def test_canonical_jobs_hand_derived(zipped: Path, tmp_path: Path) -> None:
         "2001": ("Earth", "failed", 10, 600, 4, 32, 1),
         "2002": ("Earth", "failed", 60, 60, 2, 16, 1),
         "2003": ("Earth", "cancelled", 600, 0, 1, 8, 1),
-        "3001": ("Uranus", "pending", 10, None, 8, 48, 1),
+        "3001": ("Uranus", "running", 10, None, 8, 48, 1),
         "3002": ("Uranus", "completed", 0, 1800, 0, 2, 1),
     }
     for job_id, values in expected.items():
@@ -179,6 +180,22 @@ def test_canonical_jobs_hand_derived(zipped: Path, tmp_path: Path) -> None:
         SELECT hour(submit_time AT TIME ZONE 'UTC') AS utc_hour, hour(submit_time AT TIME ZONE source_tz) AS local_hour
         FROM jobs WHERE job_id = '1002'""").to_dicts()[0]
     assert hours == {"utc_hour": 23, "local_hour": 7}
+
+
+def test_a_suspended_job_is_unfinished_whatever_end_the_log_gives(tmp_path: Path) -> None:
+    """SUSPENDED with an end in the log (a job suspended at that time and never resumed before the
+    trace ended): still `running`, with no canonical end or run time; the raw row keeps its end.
+    Without a start it is `pending`."""
+    log = {"Uranus/cluster_log.csv": "\n".join([
+        LOG_HEADER, "3001,uE,vcU,8,48,1,SUSPENDED,2020-08-01 08:00:00,2020-08-01 08:00:10,2020-08-01 09:00:10,3600,10",
+        "3003,uE,vcU,1,4,1,SUSPENDED,2020-08-02 08:00:00,,,,"]) + "\n"}
+    home = tmp_path / "home"
+    ingest("helios", write_zip(tmp_path / "release" / "data.zip", release_files(log)), home)
+    jobs = _jobs(home)
+    assert [(jobs[j]["state"], jobs[j]["end_s"], jobs[j]["run_s"]) for j in ("3001", "3003")] == [
+        ("running", None, None), ("pending", None, None)]
+    raw = catalog.query(home, "SELECT epoch(end_time) AS e FROM helios_cluster_log WHERE job_id = '3001'")
+    assert raw["e"].to_list() == [utc_epoch("2020-08-01 09:00:10")]
 
 
 def test_validation_checks_and_figures(zipped: Path, tmp_path: Path) -> None:

@@ -7,8 +7,10 @@ import os
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
+from ddlx.analysis.runner import run_analysis
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import InputError
@@ -205,3 +207,21 @@ def test_real_table_over_a_synthetic_ingest_stays_labelled_synthetic(pai_release
     assert result.synthetic and catalog.read_registrations(home)["pai"].synthetic
     # Re-ingesting every table from unlabelled files makes it real again.
     assert not ingest("pai", real, home).synthetic
+
+
+def test_a_jobs_gpu_request_is_summed_exactly(tmp_path: Path, home: Path) -> None:
+    """Ten tasks of one instance asking for 10 % of a GPU ask for exactly 1 GPU: the request is
+    the exact sum of inst_num * plan_gpu (whole percents) divided by 100 once, not a sum of tenths
+    (0.1 ten times is 0.9999999999999999 in floating point, which falls in the (0,1) bucket)."""
+    tasks = [f"jt,t{k},1.0,Terminated,1000.0,2000.0,{k + 1}0.0,1.0,10.0,T4" for k in range(10)]
+    release = write_pai_release(tmp_path / "release", overrides={
+        "pai_job_table": b"jt,instt,u1,Terminated,1000.0,2000.0\n",
+        "pai_task_table": ("\n".join(tasks) + "\n").encode(),
+        "pai_instance_table": b"jt,t0,it,wt,instt,Terminated,1000.0,2000.0,m1\n",
+    })
+    ingest("pai", release, home)
+    row = catalog.query(home, "SELECT num_gpus, num_cpus, fractional_gpu FROM jobs WHERE job_id = 'jt'").to_dicts()[0]
+    # CPU: the ten tasks ask 10 %, 20 %, ... 100 % of a core: 550 % in all.
+    assert row == {"num_gpus": 1.0, "num_cpus": 5.5, "fractional_gpu": True}
+    bucket = run_analysis(home, "pai", ["overview"]).module("overview").table("gpu_request_mix")
+    assert bucket.filter(pl.col("gpu_bucket") == "1")["jobs"].to_list() == [1]

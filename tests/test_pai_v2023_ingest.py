@@ -113,6 +113,15 @@ def test_canonical_jobs_match_hand_derived_numbers(release: Path, home: Path) ->
     assert sum(j["num_gpus"] for j in jobs.values()) == pytest.approx(0.5 + 2 + 0 + 1 + 0.25 + 8 + 2)
 
 
+def test_a_running_pod_without_a_deletion_time_is_still_running(tmp_path: Path, home: Path) -> None:
+    """A scheduled pod in phase Running with no deletion time had not ended when the trace was
+    taken: `running`, with no end or run time (before, its phase mapped it to completed)."""
+    pods = [*FIXTURE["openb_pod_list_default.csv"], "pod-h,2000,4096,1,1000,T4,LS,Running,900,,950"]
+    ingest("pai-v2023", write_release(tmp_path / "release", {"openb_pod_list_default.csv": pods}), home)
+    h = _jobs(home)["pod-h"]
+    assert (h["state"], h["start_s"], h["end_s"], h["run_s"], h["queue_s"]) == ("running", 950, None, None, 50)
+
+
 def test_pod_table_keeps_every_workload_with_unit_columns(release: Path, home: Path) -> None:
     ingest("pai-v2023", release, home)
     per_workload = catalog.query(home, "SELECT workload, count(*) AS n FROM pai_v2023_pods GROUP BY workload")
@@ -152,7 +161,8 @@ def test_validation_report_and_figures(release: Path, home: Path) -> None:
         ("pai_v2023_pods", "duplicate pod name within a workload"): 0,
         ("pai_v2023_nodes", "GPU nodes without a model"): 0,
         ("pai_v2023_jobs", "jobs never scheduled (pending)"): 1,
-        ("pai_v2023_jobs", "jobs still running at the trace end (Running, deleted at the last deletion time)"): 1,
+        ("pai_v2023_jobs", "jobs still running at the trace end (Running, deleted at the last deletion time or "
+                           "not deleted)"): 1,
         ("pai_v2023_jobs", "jobs with negative run time"): 0,
     }
     for key, count in expected.items():

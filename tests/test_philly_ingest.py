@@ -197,8 +197,9 @@ def test_canonical_jobs_hand_derived(philly_home: Path) -> None:
     # app_04: still running: no end, no run time; submitted 02:00 PST, started 03:00 PST.
     assert (j4["queue_s"], j4["end_time"], j4["run_s"]) == (3600, None, None)
     assert (j4["num_gpus"], j4["state"], j4["raw_state"]) == (4, "running", "Pass")
-    # app_05: the first attempt has no start -> no start, queue or run time; end of attempt 2.
-    assert (j5["start_time"], j5["queue_s"], j5["run_s"]) == (None, None, None)
+    # app_05: the first attempt has no start, the second ran 10:00-10:30 (submitted 09:00): the
+    # job started at 10:00 (before, a first attempt without a start left the job without one).
+    assert (j5["start_s"], j5["queue_s"], j5["run_s"]) == (pacific("2017-10-10 10:00:00"), 3600, 1800)
     assert j5["end_s"] == pacific("2017-10-10 10:30:00") and (j5["num_gpus"], j5["num_instances"]) == (1, 1)
     assert (j6["submit_time"], j6["queue_s"], j6["run_s"], j6["num_gpus"]) == (None, None, 3600, 2)
     assert (j7["queue_s"], j7["run_s"], j7["state"]) == (-10, 300, "cancelled")
@@ -249,7 +250,7 @@ def test_validation_checks_and_figures(philly_home: Path) -> None:
         ("philly_attempts", "attempts with a time in the repeated hour of a DST change (2017-11-05 01:xx)"): 1,
         ("philly_attempts", "attempts starting before the previous attempt of the job ended"): 0,
         ("philly_attempts", "attempts on a machine missing from the machine list"): 1,  # app_06 on m9
-        ("philly_jobs", "jobs whose first attempt has no start (no start, queue delay or run time)"): 1,  # app_05
+        ("philly_jobs", "jobs whose first attempt has no start (their start is a later attempt's)"): 1,  # app_05
         ("philly_jobs", "jobs whose last attempt is still running (no end)"): 1,  # app_04
         ("philly_jobs", "jobs with negative queueing delay (first attempt before submission)"): 1,  # app_07
         ("philly_jobs", "jobs with negative run time (last attempt ends before the first starts)"): 0,

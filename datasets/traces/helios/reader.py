@@ -92,6 +92,11 @@ TABLE_FILES: dict[str, str] = {
 #: Job states of cluster_log.csv (Slurm's words); SUSPENDED occurs once, in Uranus.
 STATES: tuple[str, ...] = ("COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "SUSPENDED")
 
+#: A job that started and was suspended when the trace ended has not finished: it is `running`
+#: (still in the system at the trace end), with no end and no run time in the canonical jobs
+#: whatever end the log gives (the raw table keeps it); one that never started is `pending`.
+_UNFINISHED = "state = 'SUSPENDED'"
+
 #: Raw state -> canonical state.
 STATE_MAP: dict[str, str] = {
     "COMPLETED": "completed",
@@ -99,7 +104,7 @@ STATE_MAP: dict[str, str] = {
     "FAILED": "failed",
     "TIMEOUT": "failed",
     "NODE_FAIL": "failed",
-    "SUSPENDED": "pending",
+    "SUSPENDED": "running",
 }
 
 #: Wall-clock format of submit_time, start_time and end_time as the release writes them (no zone).
@@ -230,10 +235,10 @@ SELECT
     NULL::VARCHAR AS workload,
     submit_time,
     start_time,
-    CASE WHEN start_time IS NULL THEN NULL ELSE end_time END AS end_time,
+    CASE WHEN start_time IS NULL OR {_UNFINISHED} THEN NULL ELSE end_time END AS end_time,
     {sql_string(SOURCE_TZ)} AS source_tz,
     epoch(start_time) - epoch(submit_time) AS queue_s,
-    epoch(end_time) - epoch(start_time) AS run_s,
+    CASE WHEN {_UNFINISHED} THEN NULL ELSE epoch(end_time) - epoch(start_time) END AS run_s,
     CAST(gpu_num AS DOUBLE) AS num_gpus,
     CAST(cpu_num AS DOUBLE) AS num_cpus,
     NULL::DOUBLE AS mem_gb,
@@ -241,7 +246,8 @@ SELECT
     CAST(1 AS BIGINT) AS num_tasks,
     NULL::VARCHAR AS gpu_type,
     false AS fractional_gpu,
-    {state_case_sql("state", STATE_MAP)} AS state,
+    CASE WHEN state = 'SUSPENDED' AND start_time IS NULL THEN 'pending'
+         ELSE {state_case_sql("state", STATE_MAP)} END AS state,
     state AS raw_state
 FROM {LOG_TABLE}
 """

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from ddlx.analysis.definitions import Definition
-from ddlx.datasets.canonical import state_mapping_text
+from ddlx.datasets.canonical import job_table_derivations
 from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.traces.helios.reader import STATE_MAP
 from ddlx.datasets.traces.helios.release import RELEASE
@@ -24,13 +24,7 @@ DEFINITIONS: tuple[Definition, ...] = (
 )
 
 #: How Helios derives the core definitions (`ddlx.analysis.definitions`).
-DERIVATIONS: dict[str, str] = {
-    "utilization.allocated_gpus": "start_time to end_time",
-    "queue_delay.submit_to_first_start": "submit_time to start_time",
-    "runtime.first_start_to_last_end": "start_time to end_time",
-    "gpu_request.job_total": "gpu_num",
-    "state.canonical": state_mapping_text(STATE_MAP),
-}
+DERIVATIONS: dict[str, str] = job_table_derivations("gpu_num", STATE_MAP)
 
 
 def canonical_views(present: set[str]) -> dict[str, str]:

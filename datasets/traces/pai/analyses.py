@@ -21,6 +21,7 @@ from ddlx.analysis.allocation import materialized
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.sharing import ALL
 from ddlx.analysis.sql import GPU_BUCKET_SQL, SUMMARY_QUANTILES, cdf_table, quantile_columns_sql, sort_buckets
 from ddlx.analysis.trace_parts import TracePart
 from ddlx.analysis.utilization import add_measured_summary, series_summary_sql
@@ -32,9 +33,6 @@ from ddlx.reports.chart_specs import ChartSpec
 QUEUE = "queue_delay.submit_to_first_start"
 PAI_OFFICIAL = "pai.queue_delay.submit_to_first_task_start"
 PAI_TASK = "pai.queue_delay.task_to_first_instance"
-
-#: Label of the row over every group.
-ALL = "all"
 
 #: GPU memory of the PAI GPU types, GB, with the source of each figure (MISC, a mix of models, is
 #: left out: an instance's share of its memory cannot be told).
@@ -415,10 +413,6 @@ def gpu_memory_cdf(ctx: TraceContext) -> pl.DataFrame:
         SELECT gpu_type, statistic, share FROM long
         UNION ALL SELECT '{ALL}' AS gpu_type, statistic, share FROM long)"""
     return cdf_table(ctx, "share", source, groups=("gpu_type", "statistic"))
-
-
-# ---------------------------------------------------------------------------------------------
-
 
 
 # ---------------------------------------------------------------------------------------------

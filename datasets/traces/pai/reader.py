@@ -14,7 +14,9 @@ How a job is rolled up from its tasks and instances (table `pai_jobs`, canonical
 - start_time = earliest instance start; end_time = job end_time;
 - queue_s = start_time - submit_time (`queue_delay.submit_to_first_start`);
 - run_s = end_time - start_time (`runtime.first_start_to_last_end`);
-- num_gpus = sum over tasks of inst_num * plan_gpu / 100; num_cpus likewise with plan_cpu;
+- num_gpus = sum over tasks of inst_num * plan_gpu, divided by 100 once (whole percents add up
+  exactly; a sum of per-task GPUs would make ten 0.1-GPU tasks 0.9999999999999999 GPUs);
+  num_cpus likewise with plan_cpu;
   mem_gb = sum of inst_num * plan_mem; num_instances = sum of inst_num;
 - gpu_type = gpu_type of the task asking for most GPUs; fractional_gpu = some task's plan_gpu is
   not a whole number of GPUs;
@@ -105,8 +107,8 @@ WITH tasks AS (
     SELECT job_name,
            count(*) AS num_tasks,
            sum(inst_num) AS num_instances,
-           sum(task_gpus) AS num_gpus,
-           sum(task_cpu_cores) AS num_cpus,
+           sum(inst_num * coalesce(plan_gpu, 0)) / 100 AS num_gpus,
+           sum(inst_num * coalesce(plan_cpu, 0)) / 100 AS num_cpus,
            sum(task_mem_gb) AS mem_gb,
            arg_max(gpu_type, task_gpus) FILTER (WHERE gpu_type IS NOT NULL AND task_gpus > 0) AS gpu_type,
            bool_or(plan_gpu IS NOT NULL AND plan_gpu % 100 <> 0) AS fractional_gpu

@@ -36,8 +36,9 @@ DERIVATIONS: dict[str, str] = {
                                   "end) and are left out",
     "queue_delay.submit_to_first_start": "job start_time (the submission) to the earliest instance start_time",
     "runtime.first_start_to_last_end": "earliest instance start_time to the job's end_time",
-    "gpu_request.job_total": "sum over the job's tasks of inst_num * plan_gpu / 100 (plan_gpu is percent of one "
-                             "GPU per instance; empty counts as 0)",
+    "gpu_request.job_total": "the sum over the job's tasks of inst_num * plan_gpu, divided by 100 once (plan_gpu "
+                             "is percent of one GPU per instance; empty counts as 0; summed in whole percents, "
+                             "so ten tasks of 10 % ask for exactly 1 GPU)",
     "gpu_request.fractional": "plan_gpu of some task not a multiple of 100",
     "time_patterns.recurring_job": "the group-tag table's `group`",
     "state.canonical": state_mapping_text(STATE_MAP) + " (running: still running at the trace end)",

@@ -35,7 +35,8 @@ workloads describe the same cluster and are left out so that no pod is counted t
 - fractional_gpu = num_gpu is 1 and gpu_milli < 1000;
 - state: never scheduled -> pending; Succeeded -> completed; Failed -> failed; Pending -> pending;
   Running -> running when its deletion_time is the workload's last deletion time (the trace
-  ends there: those pods were still running, and their end_time is NULL), else completed (the
+  ends there: those pods were still running, and their end_time is NULL) or it has none (not
+  deleted when the trace was taken), else completed (the
   pod ran until it was deleted, which a pod that is not needed any more is);
 - source_tz `UTC`: the times are offsets from an undisclosed start, not wall-clock times.
 """
@@ -192,7 +193,7 @@ WITH pods AS (
 judged AS (
     SELECT *,
            scheduled_time IS NOT NULL AND pod_phase = 'Running'
-               AND deletion_time = last_deletion AS running_at_end,
+               AND (deletion_time IS NULL OR deletion_time = last_deletion) AS running_at_end,
            list_distinct(string_split(gpu_spec, '|')) AS spec_models
     FROM pods
 )
@@ -289,7 +290,8 @@ def validation_checks(present: set[str]) -> list[Check]:
     if JOBS in present:
         checks += [
             Check(JOBS, "jobs never scheduled (pending)", "start_time IS NULL"),
-            Check(JOBS, "jobs still running at the trace end (Running, deleted at the last deletion time)",
+            Check(JOBS, "jobs still running at the trace end (Running, deleted at the last deletion time or "
+                        "not deleted)",
                   "state = 'running'"),
             Check(JOBS, "jobs with negative queueing delay", "queue_s < 0"),
             Check(JOBS, "jobs with negative run time", "run_s < 0"),

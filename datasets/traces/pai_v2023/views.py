@@ -35,7 +35,7 @@ DERIVATIONS: dict[str, str] = {
     "gpu_request.fractional": "num_gpu 1 and gpu_milli below 1000",
     "state.canonical": ("never scheduled -> pending, " + state_mapping_text(STATE_MAP)
                         + ", except Running -> running when its deletion_time is the workload's last one "
-                          "(the trace ends there)"),
+                          "(the trace ends there) or it has none"),
 }
 
 #: The node list used: all_node when ingested, else gpu_node.

@@ -41,8 +41,9 @@ attempt, UTC times) and the canonical `philly_jobs`. Columns are listed in `docs
 
 How a job becomes a canonical row (table `philly_jobs`, from `philly_job_log` alone):
 - cluster = 'philly'; job_id = jobid; user, vc as given; submit_time = submitted_time (UTC);
-- start_time = start of the first attempt; end_time = end of the last attempt (NULL when that
-  attempt has no end: still running at the end of the trace);
+- start_time = the earliest start of any attempt (a first attempt the log gives no start does
+  not hide a later one that ran); end_time = end of the last attempt (NULL when that attempt has
+  no end: still running at the end of the trace);
 - queue_s = start_time - submit_time (`queue_delay.submit_to_first_start`); run_s = end_time -
   start_time (`runtime.first_start_to_last_end`);
 - num_gpus = GPUs of the job's largest attempt (most entries in its `detail` gpus lists; the
@@ -289,7 +290,7 @@ largest AS (
 ),
 span AS (
     SELECT jobid,
-           max(start_time) FILTER (WHERE attempt = 1) AS first_start,
+           min(start_time) AS first_start,
            max(end_time) FILTER (WHERE is_last_attempt) AS last_end,
            bool_or(running_at_trace_end) AS running
     FROM attempts
@@ -774,7 +775,7 @@ def validation_checks(present: set[str]) -> list[Check]:
                 f"WHERE u.ip NOT IN (SELECT machine_id FROM {MACHINE_LIST}))")))
     if JOBS_TABLE in present and ATTEMPTS_TABLE in present:
         checks += [
-            Check(JOBS_TABLE, "jobs whose first attempt has no start (no start, queue delay or run time)", query=(
+            Check(JOBS_TABLE, "jobs whose first attempt has no start (their start is a later attempt's)", query=(
                 f"SELECT count(*) FROM {ATTEMPTS_TABLE} WHERE attempt = 1 AND start_time IS NULL")),
             Check(JOBS_TABLE, "jobs whose last attempt is still running (no end)", "state = 'running'"),
             Check(JOBS_TABLE, "jobs with negative queueing delay (first attempt before submission)", "queue_s < 0"),

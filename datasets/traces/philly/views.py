@@ -37,10 +37,10 @@ DEFINITIONS: tuple[Definition, ...] = (
 
 #: How Philly derives the core definitions (`ddlx.analysis.definitions`).
 DERIVATIONS: dict[str, str] = {
-    "utilization.allocated_gpus": "from the first attempt's start to the last attempt's end with the GPUs of its "
+    "utilization.allocated_gpus": "from the earliest attempt start to the last attempt's end with the GPUs of its "
                                   "largest attempt (gaps between attempts count as held)",
-    "queue_delay.submit_to_first_start": "submitted_time to the first attempt's start",
-    "runtime.first_start_to_last_end": "first attempt start to last attempt end",
+    "queue_delay.submit_to_first_start": "submitted_time to the earliest start of any attempt",
+    "runtime.first_start_to_last_end": "earliest attempt start to the last attempt's end",
     "gpu_request.job_total": "GPUs listed in the detail of the job's largest attempt",
     "runtime.sum_of_attempts": "duration_s of each attempt of the job log, end - start in UTC",
     "failures.gpu_time_of_attempts": "an attempt's GPUs are the entries of the gpus lists of its detail",
