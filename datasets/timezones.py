@@ -1,5 +1,11 @@
 """Wall-clock times to UTC instants in SQL, exactly and without a per-row zone lookup where possible.
 
+One convention for every trace and import: a wall-clock time in the repeated hour of a fall-back
+change (e.g. 01:30 on 2017-11-05 in America/Los_Angeles) is read as its **first occurrence**, the
+earlier instant (daylight time), as Python's `fold=0` reads it; DuckDB alone would take the later
+one. A reader that knows better from context (an attempt's end that would precede its start) may
+take the second occurrence and says so.
+
 DuckDB's `timezone(zone, ts)` looks the zone up (ICU) for every value, which costs a large share of
 a trace load. A time whose UTC offset is known (a `PDT` suffix, or a zone that has kept one offset
 since some date) is converted by integer arithmetic on microseconds instead; every other time
@@ -61,22 +67,31 @@ def fixed_offset_since(zone: str) -> tuple[datetime, int] | None:
     return datetime.min, int(final.total_seconds())
 
 
-def utc_from_zone_sql(wall_clock: str, zone: str) -> str:
-    """TIMESTAMPTZ of the wall-clock TIMESTAMP `wall_clock` read in the IANA `zone`.
-
-    Same instants as `timezone(zone, wall_clock)`; times in the zone's current fixed-offset period
-    (e.g. Asia/Shanghai since 1991) take the arithmetic path.
-    """
+def first_occurrence_utc_sql(wall_clock: str, zone: str) -> str:
+    """TIMESTAMPTZ of the wall-clock TIMESTAMP `wall_clock` in the IANA `zone`, a time of a
+    repeated hour (fall-back change) read as its first occurrence (the module's convention)."""
     quoted = sql_string(zone)
+    reading = f"timezone({quoted}, {wall_clock})"
+    earlier = f"({reading} - INTERVAL 1 HOUR)"
+    return f"CASE WHEN timezone({quoted}, {earlier}) = {wall_clock} THEN {earlier} ELSE {reading} END"
+
+
+def utc_from_zone_sql(wall_clock: str, zone: str) -> str:
+    """TIMESTAMPTZ of the wall-clock TIMESTAMP `wall_clock` read in the IANA `zone`, a repeated
+    hour read as its first occurrence (`first_occurrence_utc_sql`).
+
+    Times in the zone's current fixed-offset period (e.g. Asia/Shanghai since 1991) take the
+    arithmetic path.
+    """
     fixed = fixed_offset_since(zone)
     if fixed is None:
-        return f"timezone({quoted}, {wall_clock})"
+        return first_occurrence_utc_sql(wall_clock, zone)
     since, seconds = fixed
     fast = utc_from_offset_sql(wall_clock, str(seconds))
     if since == datetime.min:
         return fast
     return (f"CASE WHEN {wall_clock} >= TIMESTAMP '{since:%Y-%m-%d %H:%M:%S}' THEN {fast} "
-            f"ELSE timezone({quoted}, {wall_clock}) END")
+            f"ELSE {first_occurrence_utc_sql(wall_clock, zone)} END")
 
 
 def wall_clock_from_utc_sql(instant: str, zone: str) -> str:

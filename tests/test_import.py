@@ -304,3 +304,23 @@ def test_options_are_checked_before_reading(home: Path) -> None:
     for name in ("pai", "pai_v2023", "Pai", "9lives", "a b"):
         with pytest.raises(UnknownDatasetError):
             build_spec(name, preset="itp")
+
+
+def test_a_repeated_wall_clock_hour_reads_as_its_first_occurrence(home: Path, tmp_path: Path) -> None:
+    """ddlx's one convention for ingest and import: 01:30 on 2017-11-05 in America/Los_Angeles
+    (the fall-back hour happens twice) is the first occurrence, 01:30 PDT = 08:30 UTC, as the
+    Philly ingest reads its job log and Python's fold=0 reads it (DuckDB alone takes 09:30 UTC).
+    Times outside that hour are unambiguous: 00:30 PDT and 02:30 PST."""
+    (tmp_path / "dst.csv").write_text("id,submit,start,end,gpus\n"
+                                      "j1,2017-11-05 01:30:00,2017-11-05 02:30:00,2017-11-05 03:00:00,1\n"
+                                      "j2,2017-11-05 00:30:00,2017-11-05 01:59:59,2017-11-05 03:00:00,1\n")
+    import_dataset("dst", tmp_path / "dst.csv", home, mapping="job_id=id,submit=submit,start=start,end=end,gpus=gpus",
+                   time_unit="datetime", tz="America/Los_Angeles")
+    rows = {r["job_id"]: r for r in _rows(home, "SELECT job_id, epoch(submit_time) AS s, epoch(start_time) AS b "
+                                                "FROM dst_jobs")}
+    zone = ZoneInfo("America/Los_Angeles")
+    first = datetime(2017, 11, 5, 1, 30, tzinfo=zone, fold=0).timestamp()
+    assert first == datetime(2017, 11, 5, 8, 30, tzinfo=timezone.utc).timestamp()
+    assert (rows["j1"]["s"], rows["j1"]["b"]) == (first, datetime(2017, 11, 5, 10, 30, tzinfo=timezone.utc).timestamp())
+    assert rows["j2"]["s"] == datetime(2017, 11, 5, 7, 30, tzinfo=timezone.utc).timestamp()
+    assert rows["j2"]["b"] == datetime(2017, 11, 5, 1, 59, 59, tzinfo=zone, fold=0).timestamp()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import tarfile
 from collections import Counter
 from datetime import datetime, timezone
@@ -17,6 +18,7 @@ import pytest
 
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
+from ddlx.datasets.traces.philly import reader as philly
 from tests.conftest import SHARED_TRACES
 
 PACIFIC = ZoneInfo("America/Los_Angeles")
@@ -327,3 +329,16 @@ def test_real_machine_list_read_in_place(tmp_path: Path) -> None:
     figures = {f["figure"]: f["value"]
                for f in catalog.read_registrations(tmp_path / "home")["philly"].manifest["figures"]}
     assert figures["GPUs in the machine list (sum of num_gpus)"] == sum(gpus.values())
+
+
+def test_the_doc_page_names_every_figure_as_the_report_does() -> None:
+    """docs/traces/philly.md lists each figure of the validation report under its own name and
+    says what "GPUs seen" counts as the code does (`NA` is not a number; the page used to say
+    `NA` was included)."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "traces" / "philly.md").read_text()
+    figures = philly.figures({"philly_machine_list", "philly_gpu_util", "philly_job_log"})
+    rows = re.finditer(r"^\| `(philly_\w+)` \| ([^|]+?) \| \w+ \|$", doc, flags=re.M)
+    listed = {(m.group(1), m.group(2)) for m in rows}
+    assert listed == {(f.table, f.name) for f in figures}
+    assert "`NA` included" not in doc and "a GPU that is `NA`\nin every row of its machine is not seen" in doc
+

@@ -29,9 +29,10 @@ with a header line:
 Format of `cluster_machine_list`: header `machineId, number of GPUs, single GPU mem` (spaces
 after the commas), rows like `m31,8, 24GB`.
 
-Time conversion of the job log (`first_occurrence_utc_sql`): wall-clock times are read in
-America/Los_Angeles with DuckDB's time-zone support. A time in the repeated hour of the fall-back
-change (2017-11-05 01:00-01:59) is read as its first occurrence (PDT, UTC-7), except an attempt's
+Time conversion of the job log (`timezones.utc_from_zone_sql`): wall-clock times are read in
+America/Los_Angeles. A time in the repeated hour of the fall-back change (2017-11-05
+01:00-01:59) is read as its first occurrence (PDT, UTC-7), ddlx's one convention for ingest and
+import (`ddlx.datasets.timezones`), except an attempt's
 end whose first reading falls before that attempt's start: it is then read as the second
 occurrence (PST, one hour later). After that an attempt ending before it starts is bad input.
 
@@ -79,7 +80,7 @@ from ddlx.datasets.csvload import (
 )
 from ddlx.datasets.ranges import COUNTER_LIMIT, REAL_TIME_WINDOW, ValueRange
 from ddlx.datasets.sqltext import quote_identifier, sql_string
-from ddlx.datasets.timezones import utc_from_offset_sql
+from ddlx.datasets.timezones import utc_from_offset_sql, utc_from_zone_sql
 from ddlx.datasets.traces.philly.release import RELEASE as PHILLY
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError, first_line
@@ -223,16 +224,6 @@ def wall_clock_sql(expr: str) -> str:
             f"ELSE strptime({expr}, {sql_string(WALL_CLOCK_FORMAT)}) END")
 
 
-def first_occurrence_utc_sql(local: str, tz: str = SOURCE_TZ) -> str:
-    """The UTC instant (TIMESTAMPTZ) of the wall-clock TIMESTAMP `local` in zone `tz`; a time in
-    a repeated hour (fall-back change) is read as its first occurrence, whatever DuckDB's default.
-    """
-    reading = f"timezone({sql_string(tz)}, {local})"
-    earlier = f"({reading} - INTERVAL 1 HOUR)"
-    return (f"CASE WHEN timezone({sql_string(tz)}, {earlier}) = {local} "
-            f"THEN {earlier} ELSE {reading} END")
-
-
 def attempts_sql(job_log: str, tz: str = SOURCE_TZ) -> str:
     """One row per attempt of the stored job log `job_log` (a FROM item), with UTC times.
 
@@ -250,8 +241,8 @@ WITH unnested AS (
 readings AS (
     SELECT jobid, attempt, num_attempts,
            a.start_time AS start_local, a.end_time AS end_local, coalesce(a.detail, []) AS detail,
-           {first_occurrence_utc_sql('a.start_time', tz)} AS start_time,
-           {first_occurrence_utc_sql('a.end_time', tz)} AS end_first
+           {utc_from_zone_sql('a.start_time', tz)} AS start_time,
+           {utc_from_zone_sql('a.end_time', tz)} AS end_first
     FROM unnested
 ),
 resolved AS (
@@ -412,7 +403,7 @@ def load_job_log(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Pat
         )
         rows = con.execute(f"""
             COPY (SELECT jobid, "user", vc, status,
-                         {first_occurrence_utc_sql(wall_clock_sql('submitted_time'))} AS submitted_time,
+                         {utc_from_zone_sql(wall_clock_sql('submitted_time'), SOURCE_TZ)} AS submitted_time,
                          CAST(len(coalesce(attempts, [])) AS INTEGER) AS num_attempts,
                          {typed_attempts} AS attempts
                   FROM {_RAW_JOBS})
