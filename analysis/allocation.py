@@ -56,7 +56,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "start_time <= t < end_time. A job that started and has no end (still running) holds its "
         "GPUs to the trace end, except in a trace whose started jobs without an end are ends that "
         "were not logged: there such jobs are left out (their number and GPUs are a finding). A job "
-        "that never started holds none; fractions count as requested. {derivations}.",
+        "that never started holds none, nor does one whose end precedes its start; fractions count "
+        "as requested. {derivations}.",
     ),
     Definition(
         "utilization.allocated_gpus_binned", "Allocated GPUs per time bin", "GPUs",

@@ -57,7 +57,8 @@ CORE_DEFINITIONS = (
     Definition(
         "gpu_time.request_x_runtime", "GPU-time", "GPU-hours",
         "GPUs requested (gpu_request.job_total) times run time (runtime.first_start_to_last_end), "
-        "in GPU-hours. Jobs without a run time (still running, never started) add none.",
+        "in GPU-hours. Jobs without a run time (still running, never started) add none, nor do jobs "
+        "whose run time is negative (an end before the start, which the validation report counts).",
     ),
     Definition(
         "state.canonical", "Final state", "jobs",

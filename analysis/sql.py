@@ -23,7 +23,7 @@ GPU_BUCKET_SQL = """CASE
 GPU_BUCKET_ORDER: tuple[str, ...] = ("0", "(0,1)", "1", "(1,2]", "(2,4]", "(4,8]", ">8", "unknown")
 
 #: GPU-hours of a job (definition `gpu_time.request_x_runtime`); 0 without a run time.
-GPU_HOURS_SQL = "coalesce(num_gpus * run_s, 0) / 3600.0"
+GPU_HOURS_SQL = "coalesce(num_gpus * CASE WHEN run_s >= 0 THEN run_s END, 0) / 3600.0"
 
 #: Probabilities at which a CDF table gives the value (0.1 % steps at the tails would be too
 #: many rows for a report; these resolve the body and both tails).
@@ -112,18 +112,20 @@ def allocation_events_sql(ctx: TraceContext, groups: Sequence[str] = (), where: 
     """A FROM item: the changes of allocated GPUs (definition `utilization.allocated_gpus`).
 
     Rows: the `groups` columns of `jobs`, `t` (TIMESTAMPTZ) and `delta_gpus`: +num_gpus at a job's
-    start_time, -num_gpus at its end_time. A job that never started adds nothing; one with no end
-    holds its GPUs to the end of the trace, except in traces whose open jobs are unlogged ends
-    (`ctx.open_jobs_run_to_end` False), where it is left out.
+    start_time, -num_gpus at its end_time. A job that never started adds nothing, nor does one
+    whose end precedes its start; one with no end holds its GPUs to the end of the trace, except
+    in traces whose open jobs are unlogged ends (`ctx.open_jobs_run_to_end` False), where it is
+    left out.
     """
     select_groups = "".join(f"{g}, " for g in groups)
     placed = "" if ctx.open_jobs_run_to_end else " AND end_time IS NOT NULL"
+    ordered = "(end_time IS NULL OR end_time >= start_time)"
     return f"""(
         SELECT {select_groups}start_time AS t, num_gpus AS delta_gpus FROM {ctx.jobs}
-        WHERE start_time IS NOT NULL{placed} AND num_gpus > 0 AND ({where})
+        WHERE start_time IS NOT NULL{placed} AND {ordered} AND num_gpus > 0 AND ({where})
         UNION ALL
         SELECT {select_groups}end_time AS t, -num_gpus AS delta_gpus FROM {ctx.jobs}
-        WHERE start_time IS NOT NULL AND end_time IS NOT NULL AND num_gpus > 0 AND ({where}))"""
+        WHERE start_time IS NOT NULL AND end_time IS NOT NULL AND {ordered} AND num_gpus > 0 AND ({where}))"""
 
 
 def allocation_steps_sql(ctx: TraceContext, groups: Sequence[str] = (), where: str = "TRUE") -> str:

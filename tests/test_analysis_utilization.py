@@ -508,3 +508,17 @@ def test_no_capacity_means_an_empty_capacity_table(sweep_home: Path) -> None:
         capacity = gpu_capacity(ctx)
     assert capacity.height == 0
     assert capacity.columns == ["cluster", "vc", "gpu_type", "valid_from", "valid_to", "gpus", "source"]
+
+
+def test_a_job_that_ends_before_it_starts_holds_no_gpus_and_adds_no_gpu_time(tmp_path: Path) -> None:
+    """j2 ends (150 s) before it starts (200 s): it neither takes 4 GPUs away from the allocation
+    between 150 s and 200 s nor adds -50 s x 4 GPUs of GPU-time. Over the window 0-400 s: j1 holds
+    2 GPUs for 100 s, j3 1 GPU for 100 s -> mean (200 + 100) / 400 = 0.75 GPUs, peak 2."""
+    (tmp_path / "neg.csv").write_text("id,submit,start,end,gpus\nj1,0,0,100,2\nj2,0,200,150,4\nj3,0,300,400,1\n")
+    import_dataset("neg", tmp_path / "neg.csv", tmp_path / "home",
+                   mapping="job_id=id,submit=submit,start=start,end=end,gpus=gpus")
+    result = run_analysis(tmp_path / "home", "neg", ["overview", "utilization"])
+    mix = {r["gpu_bucket"]: r["gpu_hours"] for r in result.module("overview").table("gpu_request_mix").to_dicts()}
+    assert mix == {"1": pytest.approx(100 / 3600), "(1,2]": pytest.approx(200 / 3600), "(2,4]": 0}
+    found = {f.name: f.value for f in result.module("utilization").findings}
+    assert (found["allocated_gpus_mean"], found["allocated_gpus_peak"]) == (pytest.approx(0.75), 2.0)
