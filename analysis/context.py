@@ -19,6 +19,7 @@ import polars as pl
 
 from ddlx.datasets import catalog
 from ddlx.datasets.canonical import VIEWS, jobs_table_name
+from ddlx.datasets.importers import has_wall_clock
 from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.trace_info import TraceInfo
 from ddlx.datasets.traces import TRACES, trace_part
@@ -137,7 +138,8 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
     # generated time bins to be few: with a million bins that loop takes minutes, not a second.
     con.execute("SET asof_loop_join_threshold = 0")
     tables = set(registration.tables) | set(registration.manifest.get("views", {}))
-    zone = con.execute(f"SELECT any_value(source_tz) FROM jobs WHERE trace = {sql_string(trace)}").fetchall()[0]
+    zone, earliest = con.execute(f"SELECT any_value(source_tz), epoch(min(submit_time)) FROM jobs "
+                                 f"WHERE trace = {sql_string(trace)}").fetchall()[0]
     provenance = {
         "catalog": str(catalog.catalog_path(home)),
         "store_version": registration.version,
@@ -155,8 +157,10 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
         "figures": registration.manifest.get("figures", []),
     }
     known = TRACES.get(trace)
+    wall_clock = known.wall_clock if known else has_wall_clock(registration.manifest.get("adapter_options", {}),
+                                                               earliest)
     return TraceContext(home=home, trace=trace, con=con, tables=tables, synthetic=registration.synthetic,
-                        source_tz=zone[0], has_wall_clock=known.wall_clock if known else True,
+                        source_tz=zone, has_wall_clock=wall_clock,
                         open_jobs_run_to_end=known.open_jobs_run_to_end if known else True,
                         provenance=provenance, views=_open_views(con, trace, tables), info=known, held=held)
 

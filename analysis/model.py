@@ -99,12 +99,14 @@ class ModuleResult:
 
 @dataclass
 class AnalysisResult:
-    """The modules run on one trace, with where the data came from."""
+    """The modules run on one trace, with where the data came from. `wall_clock` is False when the
+    trace's times are offsets from an undisclosed start (no dates, hours of day or weekdays)."""
 
     trace: str
     synthetic: bool
     provenance: dict[str, Any]
     modules: list[ModuleResult] = field(default_factory=list)
+    wall_clock: bool = True
 
     def module(self, name: str) -> ModuleResult:
         return next(m for m in self.modules if m.module == name)
@@ -119,6 +121,7 @@ class AnalysisResult:
         return {
             "trace": self.trace,
             "synthetic": self.synthetic,
+            "wall_clock": self.wall_clock,
             "provenance": self.provenance,
             "modules": {
                 m.module: {

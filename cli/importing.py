@@ -40,6 +40,11 @@ def datasets_import(
     delimiter: Annotated[Optional[str], typer.Option(
         "--delimiter", help="CSV field separator, one character, \\t for tab (default: the preset's, else ,).",
         show_default=False)] = None,
+    wall_clock: Annotated[Optional[bool], typer.Option(
+        "--wall-clock/--no-wall-clock",
+        help="Whether the times are real instants, with hours of day and weekdays (default: the preset's; else "
+             "no when numeric times without --origin begin before 1980, i.e. are offsets from an undisclosed "
+             "start).", show_default=False)] = None,
     max_rejected_rows: Annotated[int, typer.Option(
         "--max-rejected-rows", min=0,
         help="Skip up to this many unreadable rows (reported by `datasets info`) instead of failing.")] = 0,
@@ -53,7 +58,7 @@ def datasets_import(
     home = resolve_data_home(data_home)
     try:
         spec = build_spec(name, mapping=mapping, preset=preset, time_unit=time_unit, tz=tz, origin=origin,
-                          delimiter=delimiter, registered=list(read_registrations(home)))
+                          delimiter=delimiter, registered=list(read_registrations(home)), wall_clock=wall_clock)
     except ImportSpecError as exc:
         raise typer.BadParameter(exc.message, param_hint=exc.option) from None
     result = import_with_spec(spec, source, home, max_rejected_rows=max_rejected_rows,

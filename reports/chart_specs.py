@@ -14,6 +14,7 @@ thinned for drawing (`ddlx.reports.charts`, which also turns a `Chart` into a pl
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -347,9 +348,20 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) ->
         notes.append(f"Not drawn for {', '.join(lacking)}: the trace has no values for this table "
                      f"({spec.module}/{spec.table}; see what did not apply).")
     drawn = {s.trace for s in series}
-    if spec.kind == "time" and any(_offset_times(trace) for trace in drawn):
-        notes.extend(f"{_offset_times(trace)} times are offsets from an undisclosed start: its time axis starts at "
-                     "1970-01-01." for trace in sorted(drawn) if _offset_times(trace))
+    offsets = sorted(i.result.trace for i in inputs if i.result.trace in drawn and not i.result.wall_clock)
+    days = spec.kind == "time" and bool(offsets) and len(offsets) == len(drawn)
+    if days:
+        starts: dict[str, float] = {}
+        for one in series:
+            first = min(_instant(x) for x in one.x)
+            starts[one.trace] = min(starts.get(one.trace, first), first)
+        for one in series:
+            one.x = [(_instant(x) - starts[one.trace]) / 86400 for x in one.x]
+        notes.append("The times are offsets from an undisclosed start, with no dates: the axis counts days from "
+                     "the first value drawn of each trace.")
+    elif spec.kind == "time" and offsets:
+        notes.extend(f"{trace}: its times are offsets from an undisclosed start; its time axis starts at "
+                     "1970-01-01." for trace in offsets)
     if spec.note:
         notes.insert(0, spec.note)
     chart = Chart(
@@ -357,7 +369,7 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) ->
         module=spec.module,
         kind=spec.kind,
         title=spec.title,
-        x_title=spec.x_title,
+        x_title="days since the trace's first value drawn" if days else spec.x_title,
         y_title=spec.y_title,
         definitions=definitions,
         series=series,
@@ -367,7 +379,7 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) ->
         notes=notes,
         x_log=spec.x_log,
         y_log=spec.y_log,
-        x_type="date" if spec.kind == "time" else None,
+        x_type="date" if spec.kind == "time" and not days else None,
         x_percent=spec.x_percent,
         y_percent=spec.y_percent,
         x_categories=categories if bar else None,
@@ -411,12 +423,9 @@ def _thinning_notes(series: Sequence[Series], spec: ChartSpec) -> list[str]:
     return notes
 
 
-def _offset_times(trace: str) -> str | None:
-    """How prose names `trace` when its times are offsets from an undisclosed start, else None."""
-    from ddlx.datasets.traces import TRACES
-
-    known = TRACES.get(trace)
-    return (known.label or known.name) if known is not None and not known.wall_clock else None
+def _instant(value: Any) -> float:
+    """Unix seconds of a time axis value (ISO text, UTC, as `plain` writes it)."""
+    return dt.datetime.fromisoformat(str(value)).replace(tzinfo=dt.timezone.utc).timestamp()
 
 
 def _top_groups(groups: list[pl.DataFrame], spec: ChartSpec) -> list[pl.DataFrame]:

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from ddlx.analysis.runner import run_analysis
 from ddlx.datasets import catalog
 from ddlx.datasets.importers import build_spec, import_dataset, parse_mapping
 from ddlx.datasets.ingest import ingest
@@ -324,3 +325,46 @@ def test_a_repeated_wall_clock_hour_reads_as_its_first_occurrence(home: Path, tm
     assert (rows["j1"]["s"], rows["j1"]["b"]) == (first, datetime(2017, 11, 5, 10, 30, tzinfo=timezone.utc).timestamp())
     assert rows["j2"]["s"] == datetime(2017, 11, 5, 7, 30, tzinfo=timezone.utc).timestamp()
     assert rows["j2"]["b"] == datetime(2017, 11, 5, 1, 59, 59, tzinfo=zone, fold=0).timestamp()
+
+
+ITP_ROWS = "job_id,submission_time,duration,num_gpu\na,0,600,1\nb,90000,1200,2\nc,400000,60,8\n"
+
+
+@pytest.mark.parametrize("options, wall_clock", [
+    ({"preset": "itp"}, False),  # the preset says its times are offsets from the trace start
+    ({"mapping": "job_id=job_id,submit=submission_time,duration=duration,gpus=num_gpu"}, False),  # 1970
+    ({"mapping": "job_id=job_id,submit=submission_time,duration=duration,gpus=num_gpu",
+      "origin": "2020-03-02 00:00:00"}, True),  # a stated origin makes them real instants
+    ({"preset": "itp", "wall_clock": True}, True),  # told otherwise
+])
+def test_offset_times_have_no_hours_or_weekdays(tmp_path: Path, options: dict, wall_clock: bool) -> None:
+    """Times that are offsets from an undisclosed start (the ITP preset, or numbers without an
+    origin beginning in 1970) get no weekday, hour-of-day or hour-of-week results; with an origin
+    (2020-03-02 is a Monday) or when told, they do."""
+    (tmp_path / "cluster1.csv").write_text(ITP_ROWS)
+    home = tmp_path / "home"
+    import_dataset("offsets", tmp_path / "cluster1.csv", home, **options)
+    result = run_analysis(home, "offsets", ["utilization", "time_patterns"])
+    found = {f.name for m in result.modules for f in m.findings}
+    assert ("weekend_submission_share" in found) is wall_clock and ("busiest_submit_hour" in found) is wall_clock
+    skipped = {n.what for m in result.modules for n in m.not_applicable}
+    hour_parts = {"allocated GPUs by hour of the week", "submissions by hour of week"}
+    assert hour_parts <= skipped if not wall_clock else not (hour_parts & skipped)
+    if wall_clock and "origin" in options:
+        # a Monday 00:00, a Tuesday 01:00 and a Friday 15:06:40: no weekend submission.
+        assert result.module("time_patterns").finding("weekend_submission_share").value == 0
+
+
+def test_no_wall_clock_from_the_command_line(cli, tmp_path: Path) -> None:
+    """`--no-wall-clock` on date-time strings: stored with the spec, and the analysis then has no
+    weekday or hour results although the times read as 2024 dates."""
+    (tmp_path / "lab.csv").write_text("id,submit,duration,gpus\n"
+                                      "a,2024-03-02 10:00:00,60,1\nb,2024-03-04 11:00:00,60,1\n")
+    home = tmp_path / "home"
+    result = cli("datasets", "import", "lab", "--from", str(tmp_path / "lab.csv"), "--time-unit", "datetime",
+                 "--map", "job_id=id,submit=submit,duration=duration,gpus=gpus", "--no-wall-clock",
+                 "--data-home", str(home))
+    assert result.code == 0, result.err
+    assert catalog.read_registrations(home)["lab"].manifest["adapter_options"]["wall_clock"] is False
+    findings = {f.name for f in run_analysis(home, "lab", ["time_patterns"]).module("time_patterns").findings}
+    assert "weekend_submission_share" not in findings

@@ -309,3 +309,20 @@ def test_a_traces_own_science_is_labelled_as_such(pai: AnalysisResult, lab: Anal
     html = render_html(report)
     assert html.count("(PAI only: three readings of the queueing delay)") == 2
     assert "(PAI only: three readings of the queueing delay)" in render_markdown(report)
+
+
+def test_offset_times_are_drawn_as_days_since_the_start(tmp_path: Path) -> None:
+    """A dataset whose times are offsets from an undisclosed start (ITP-like seconds from 0) has
+    its time charts in days from the first value drawn, not on a 1970 calendar; the allocation
+    series has hourly bins, so its x values are multiples of 1/24 day."""
+    (tmp_path / "c1.csv").write_text("job_id,submission_time,duration,num_gpu\na,0,7200,1\nb,90000,3600,2\n")
+    import_dataset("offsets", tmp_path / "c1.csv", tmp_path / "home", preset="itp")
+    result = run_analysis(tmp_path / "home", "offsets", ["utilization", "time_patterns"])
+    assert result.wall_clock is False and result.to_dict()["wall_clock"] is False
+    charts = {c.id: c for s in build_report(result).sections for c in s.charts if c.kind == "time"}
+    allocation = charts["chart-utilization-allocation-by-cluster"]
+    assert allocation.x_type is None and allocation.x_title.startswith("days since")
+    xs = allocation.series[0].x
+    assert xs[0] == 0 and all(x * 24 == pytest.approx(round(x * 24)) for x in xs) and max(xs) >= 1
+    assert charts["chart-time-patterns-submissions-per-day"].series[0].x == [0.0, 1.0]
+    assert any("offsets from an undisclosed start" in n for n in allocation.notes)

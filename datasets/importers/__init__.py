@@ -60,7 +60,14 @@ Stored tables (`-` in the dataset name becomes `_` in table names)
 
 from ddlx.datasets.importers.presets import PRESETS, Preset
 from ddlx.datasets.importers.reader import ImportAdapter, import_dataset, import_with_spec
-from ddlx.datasets.importers.spec import ImportSpec, ImportSpecError, build_spec, check_dataset_name, parse_mapping
+from ddlx.datasets.importers.spec import (
+    ImportSpec,
+    ImportSpecError,
+    build_spec,
+    check_dataset_name,
+    has_wall_clock,
+    parse_mapping,
+)
 
 #: How prose names imported datasets in the derivations of the core definitions.
 LABEL = "imported tables"
@@ -76,6 +83,8 @@ DERIVATIONS: dict[str, str] = {
     "state.canonical": "the first word of the mapped state column, by the importer's state words",
 }
 
-__all__ = ["DERIVATIONS", "LABEL", "PRESETS",
-           "ImportAdapter", "ImportSpec", "ImportSpecError", "Preset", "build_spec", "check_dataset_name",
-           "import_dataset", "import_with_spec", "parse_mapping"]
+__all__ = [
+    "DERIVATIONS", "ImportAdapter", "ImportSpec", "ImportSpecError", "LABEL", "PRESETS",
+    "Preset", "build_spec", "check_dataset_name", "has_wall_clock", "import_dataset", "import_with_spec",
+    "parse_mapping",
+]

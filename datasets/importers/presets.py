@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Preset:
-    """A known table shape: its mapping, time unit, delimiter and extra rules."""
+    """A known table shape: its mapping, time unit, delimiter and extra rules. `wall_clock` False
+    when its times are offsets from an undisclosed start (no time of day or weekday)."""
 
     name: str
     description: str
@@ -17,6 +18,7 @@ class Preset:
     time_unit: str = "s"
     delimiter: str = ","
     drop_job_steps: bool = False
+    wall_clock: bool | None = None
 
 
 PRESETS: dict[str, Preset] = {
@@ -26,6 +28,7 @@ PRESETS: dict[str, Preset] = {
                     "job_id,submission_time,duration,num_gpu; seconds from the trace start",
         mapping={"job_id": "job_id", "submit": "submission_time", "duration": "duration", "gpus": "num_gpu"},
         time_unit="s",
+        wall_clock=False,
     ),
     "slurm": Preset(
         name="slurm",

@@ -655,7 +655,7 @@ def import_with_spec(spec: ImportSpec, source: Path, home: Path, max_rejected_ro
 def import_dataset(name: str, source: Path, home: Path, mapping: dict[str, str] | str | None = None,
                    preset: str | None = None, time_unit: str | None = None, tz: str | None = None,
                    origin: str | None = None, delimiter: str | None = None, max_rejected_rows: int = 0,
-                   progress: Callable[[str], None] | None = None) -> "IngestResult":
+                   progress: Callable[[str], None] | None = None, wall_clock: bool | None = None) -> "IngestResult":
     """Import a job table as the dataset `name` (see `build_spec` for the options).
 
     Raises `ImportSpecError` for bad options, `UnknownDatasetError` for a bad name and
@@ -664,7 +664,7 @@ def import_dataset(name: str, source: Path, home: Path, mapping: dict[str, str] 
     from ddlx.datasets.catalog import read_registrations
 
     spec = build_spec(name, mapping=mapping, preset=preset, time_unit=time_unit, tz=tz, origin=origin,
-                      delimiter=delimiter, registered=list(read_registrations(Path(home))))
+                      delimiter=delimiter, registered=list(read_registrations(Path(home))), wall_clock=wall_clock)
     return import_with_spec(spec, Path(source), Path(home), max_rejected_rows, progress)
 
 

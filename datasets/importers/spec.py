@@ -104,6 +104,8 @@ class ImportSpec:
 
     `mapping` is canonical key -> column (every one must exist); `optional` likewise, used when
     the column exists. `origin_us` is the instant numeric times count from, in Unix microseconds.
+    `wall_clock` says whether the times are real instants (hours of day and weekdays mean
+    something): True or False as told, None to decide from the data (`has_wall_clock`).
     """
 
     name: str
@@ -116,6 +118,7 @@ class ImportSpec:
     delimiter: str
     preset: str | None
     drop_job_steps: bool
+    wall_clock: bool | None = None
 
     @property
     def raw_table(self) -> str:
@@ -140,7 +143,7 @@ class ImportSpec:
             "import_format": IMPORT_FORMAT, "preset": self.preset, "mapping": dict(self.mapping),
             "optional_mapping": dict(self.optional), "time_unit": self.time_unit, "tz": self.tz,
             "origin": self.origin, "origin_unix_us": self.origin_us, "delimiter": self.delimiter,
-            "drop_job_steps": self.drop_job_steps,
+            "drop_job_steps": self.drop_job_steps, "wall_clock": self.wall_clock,
         }
 
     def kind(self, key: str) -> str:
@@ -240,12 +243,14 @@ def _delimiter(text: str) -> str:
 
 def build_spec(name: str, mapping: dict[str, str] | str | None = None, preset: str | None = None,
                time_unit: str | None = None, tz: str | None = None, origin: str | None = None,
-               delimiter: str | None = None, registered: Sequence[str] = ()) -> ImportSpec:
+               delimiter: str | None = None, registered: Sequence[str] = (),
+               wall_clock: bool | None = None) -> ImportSpec:
     """Check the options of an import and return its spec.
 
-    `mapping` entries override the preset's. Defaults: the preset's time unit and delimiter (else
-    `s` and `,`), time zone UTC, origin the Unix epoch. Raises `UnknownDatasetError` for a bad
-    name and `ImportSpecError` (naming the option) for anything else.
+    `mapping` entries override the preset's. Defaults: the preset's time unit, delimiter and wall
+    clock (else `s`, `,` and decided from the data), time zone UTC, origin the Unix epoch. Raises
+    `UnknownDatasetError` for a bad name and `ImportSpecError` (naming the option) for anything
+    else.
     """
     check_dataset_name(name, registered)
     chosen = None
@@ -281,6 +286,25 @@ def build_spec(name: str, mapping: dict[str, str] | str | None = None, preset: s
         origin_us=_origin_us(origin, zone),
         delimiter=_delimiter(delimiter) if delimiter is not None else (chosen.delimiter if chosen else ","),
         preset=chosen.name if chosen else None, drop_job_steps=bool(chosen and chosen.drop_job_steps),
+        wall_clock=wall_clock if wall_clock is not None else (chosen.wall_clock if chosen else None),
     )
+
+
+#: Numeric times with no origin whose earliest submission falls before this instant are taken for
+#: offsets from an undisclosed start (a real job trace does not begin before 1980).
+OFFSET_TIMES_BEFORE = datetime(1980, 1, 1, tzinfo=timezone.utc)
+
+
+def has_wall_clock(options: dict[str, Any], earliest_submit_s: float | None) -> bool:
+    """Whether an imported dataset's times are real instants, from its stored spec (`options`):
+    as told when `wall_clock` is set; else False when its times are numbers counted from the
+    default origin (none given) and its earliest submission (`earliest_submit_s`, Unix seconds) is
+    before `OFFSET_TIMES_BEFORE` (offsets from an undisclosed start, like ITP's), True otherwise."""
+    told = options.get("wall_clock")
+    if told is not None:
+        return bool(told)
+    offsets = options.get("time_unit") != "datetime" and options.get("origin") is None
+    return not (offsets and earliest_submit_s is not None
+                and earliest_submit_s < OFFSET_TIMES_BEFORE.timestamp())
 
 
