@@ -8,7 +8,8 @@ step, a system condition); anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import difflib
+from collections.abc import Iterable, Iterator
 
 
 class DdlxError(Exception):
@@ -88,6 +89,12 @@ _DUCKDB_SYSTEM_MESSAGES = {
     "out of memory": "ENOMEM",
     "failed to allocate": "ENOMEM",
 }
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`; did you mean 'x'?` for the one of `known` closest to a mistyped `name`, else ``."""
+    close = difflib.get_close_matches(name, sorted(set(known) - {name}), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def first_line(exc: BaseException) -> str:

@@ -23,7 +23,7 @@ from ddlx.datasets.importers import has_wall_clock
 from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.trace_info import TraceInfo
 from ddlx.datasets.traces import TRACES, trace_part
-from ddlx.errors import CatalogError, first_line
+from ddlx.errors import CatalogError, did_you_mean, first_line
 
 #: The zone used for hours and weekdays when a trace has none (its times are offsets from an undisclosed start).
 FALLBACK_TZ = "UTC"
@@ -126,14 +126,13 @@ def open_trace(home: Path, trace: str) -> TraceContext:
 
 
 def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
-    if not catalog.catalog_path(home).exists():
-        registration = None
-    else:
+    registrations: dict[str, catalog.Registration] = {}
+    if catalog.catalog_path(home).exists():
         con, registrations = held.enter_context(catalog.reading(home))
-        registration = registrations.get(trace)
+    registration = registrations.get(trace)
     if registration is None or jobs_table_name(trace) not in registration.tables:
         raise CatalogError(f"no jobs of trace '{trace}' in {home}; ingest or import it first "
-                           f"(ddlx datasets ingest|import)")
+                           f"(ddlx datasets ingest|import){did_you_mean(trace, [*TRACES, *registrations])}")
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side, and it expects
     # generated time bins to be few: with a million bins that loop takes minutes, not a second.
     con.execute("SET asof_loop_join_threshold = 0")

@@ -68,6 +68,28 @@ def datasets_list(
             typer.echo(f"      sha256: {f.sha256 or 'not published'}")
 
 
+@datasets_app.command("status")
+def datasets_status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    data_home: DataHome = None,
+) -> None:
+    """Show what the data home holds: each ingested trace, imported dataset and SYNTHETIC sample."""
+    from ddlx.datasets import inventory
+    from ddlx.reports.text import format_table
+
+    home = _home(data_home)
+    frame = inventory.status_frame(home)
+    if as_json:
+        typer.echo(json.dumps(frame.to_dicts(), indent=2))
+        return
+    typer.echo(f"data home: {home}")
+    if frame.is_empty():
+        typer.echo("nothing ingested yet: ddlx datasets ingest TRACE --from DIR, "
+                   "or ddlx datasets import NAME --from FILE")
+        return
+    typer.echo(format_table(frame.drop("home")))
+
+
 @datasets_app.command("download")
 def datasets_download(
     trace: TraceName,
@@ -147,14 +169,15 @@ def datasets_info(
     """Show what was ingested for a trace or imported dataset, and its validation report."""
     from ddlx.datasets import inventory
     from ddlx.datasets.catalog import read_registrations
-    from ddlx.errors import CatalogError
+    from ddlx.errors import CatalogError, did_you_mean
     from ddlx.reports.text import format_table
 
     home = _home(data_home)
     registration = read_registrations(home).get(trace)
     if registration is None:
         raise CatalogError(f"'{trace}' is not ingested in {home}; run: ddlx datasets ingest {trace} --from DIR "
-                           "(or ddlx datasets import NAME --from FILE)")
+                           "(or ddlx datasets import NAME --from FILE)"
+                           f"{did_you_mean(trace, [*TRACES, *read_registrations(home)])}")
     manifest = registration.manifest
     if as_json:
         typer.echo(json.dumps(manifest, indent=2))

@@ -52,3 +52,28 @@ def figures_frame(manifest: dict[str, Any]) -> pl.DataFrame:
 
 def rejected_examples(manifest: dict[str, Any]) -> list[str]:
     return [e for entry in manifest.get("inputs", {}).values() for e in entry.get("rejected_examples", [])]
+
+
+def status_frame(home: Path) -> pl.DataFrame:
+    """What the data home `home` holds, one row per dataset: `name`, `kind` (trace, imported, or
+    sample: a SYNTHETIC sample `ddlx analyze` made), `synthetic`, `jobs`, `version`, `ingested_at`
+    and `home` (the catalog's folder). Empty when nothing is ingested."""
+    from ddlx.datasets.canonical import jobs_table_name
+    from ddlx.datasets.catalog import read_registrations
+    from ddlx.datasets.home import samples_home
+    from ddlx.datasets.traces import TRACES
+
+    rows = []
+    places = [(home, None)] + [(samples_home(home, name), name) for name in TRACES]
+    for place, sample_of in places:
+        for name, registration in sorted(read_registrations(place).items()):
+            if sample_of is not None and name != sample_of:
+                continue
+            kind = "sample" if sample_of else ("trace" if name in TRACES else "imported")
+            rows.append({"name": name, "kind": kind, "synthetic": registration.synthetic,
+                         "jobs": registration.manifest.get("rows", {}).get(jobs_table_name(name)),
+                         "version": registration.version, "ingested_at": registration.ingested_at,
+                         "home": str(place)})
+    schema = {"name": pl.String, "kind": pl.String, "synthetic": pl.Boolean, "jobs": pl.Int64,
+              "version": pl.String, "ingested_at": pl.String, "home": pl.String}
+    return pl.DataFrame(rows, schema=schema)

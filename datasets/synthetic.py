@@ -16,7 +16,7 @@ from ddlx.atomic import write_text_atomic
 from ddlx.datasets.home import samples_home
 from ddlx.datasets.ingest import SYNTHETIC_MARKER, ingest
 from ddlx.datasets.traces import get_generator, sample_scale
-from ddlx.errors import CatalogError
+from ddlx.errors import CatalogError, did_you_mean
 
 #: Seed of the sample built by `ddlx analyze <trace>-trace` when no real data is ingested.
 SAMPLE_SEED = 0
@@ -71,8 +71,10 @@ def home_with_jobs_or_sample(home: Path, name: str, use_sample: bool = False,
         if use_sample:
             raise CatalogError(f"'{name}' is not a registered trace, so it has no SYNTHETIC sample; "
                                f"drop --synthetic to use the dataset in {home}")
+        known = [*TRACES, *read_registrations(home)]
         raise CatalogError(f"no jobs of '{name}' in {home}; expected a trace ({', '.join(TRACES)}) or a "
-                           f"dataset of the catalog (ddlx datasets import NAME --from FILE)")
+                           f"dataset of the catalog (ddlx datasets import NAME --from FILE)"
+                           f"{did_you_mean(name, known)}")
     if progress:
         reason = "--synthetic" if ingested else f"no {name} jobs ingested in {home}"
         progress(f"{name}: {reason}: using a SYNTHETIC sample from ddlx's generator (scale "

@@ -16,7 +16,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import SHARED_TRACES, needs_shared_traces
+from ddlx.datasets.home import samples_home
+from tests.conftest import SHARED_TRACES, assert_clean_failure, needs_shared_traces
 
 REAL_SPEC = SHARED_TRACES / "alibaba-pai-v2020" / "pai_machine_spec.tar.gz"
 
@@ -203,3 +204,38 @@ def test_predict_and_simulate_without_data_use_the_synthetic_sample(cli, tmp_pat
         exported = cli("predict", "export", "--predictions", table, "--format", "estimate-csv",
                        "--out", tmp_path / "estimates.csv")
         assert exported.code == 0 and "SYNTHETIC DATA" in exported.err and "keep it with the file" in exported.err
+
+
+def test_the_python_snippet_of_the_docs_runs_as_written_after_the_main_command(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """After the README's main command, the snippet of docs/analysis.md runs unchanged: it reads
+    `$DDLX_HOME` and the SYNTHETIC sample that command made, and says so."""
+    monkeypatch.setenv("DDLX_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert cli("analyze", "pai-trace", "--module", "queueing").code == 0
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "analysis.md").read_text()
+    snippet = re.search(r"```python\n(.*?)```", doc, flags=re.S)
+    assert snippet and "analyze(" in snippet.group(1)
+    capsys.readouterr()
+    exec(compile(snippet.group(1), "docs/analysis.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert printed.startswith("SYNTHETIC sample") and "gpu_bucket" in printed
+    assert samples_home(tmp_path / "home", "pai").is_dir()  # the sample lives in $DDLX_HOME
+
+
+def test_status_lists_the_data_home_and_names_get_a_suggestion(cli, tmp_path: Path, pai_release: Path) -> None:
+    """`datasets status` shows each ingested trace and imported dataset with its jobs; a mistyped
+    name is answered with the closest known one."""
+    home = tmp_path / "home"
+    assert cli("datasets", "status", "--data-home", home).out.splitlines()[1].startswith("nothing ingested yet")
+    assert cli("datasets", "ingest", "pai", "--from", pai_release, "--data-home", home).code == 0
+    (tmp_path / "lab.csv").write_text("submit,duration,gpus\n0,60,1\n10,120,2\n")
+    assert cli("datasets", "import", "lab", "--from", tmp_path / "lab.csv", "--data-home", home,
+               "--map", "submit=submit,duration=duration,gpus=gpus").code == 0
+    rows = json.loads(cli("datasets", "status", "--json", "--data-home", home).out)
+    assert [(r["name"], r["kind"], r["synthetic"], r["jobs"]) for r in rows] == [
+        ("lab", "imported", False, 2), ("pai", "trace", False, 5)]
+    assert_clean_failure(cli("datasets", "info", "pia", "--data-home", home), "did you mean 'pai'?")
+    assert_clean_failure(cli("analyze", "dataset", "labb", "--data-home", home), "did you mean 'lab'?")
+    assert_clean_failure(cli("datasets", "ingest", "phily", "--from", tmp_path, "--data-home", home),
+                         "did you mean 'philly'?", code=2)

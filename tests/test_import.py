@@ -145,7 +145,8 @@ def test_slurm_preset_on_a_sacct_export(cli, tmp_path: Path, home: Path) -> None
     j = jobs["1001"]  # untyped gres/gpu=4; queue 10:00 -> 10:05, run 10:05 -> 12:05
     assert (j["num_gpus"], j["num_cpus"], j["mem_gb"], j["num_instances"], j["gpu_type"]) == (4, 16, 128, 1, None)
     assert (j["queue_s"], j["run_s"], j["state"], j["raw_state"]) == (300, 7200, "completed", "COMPLETED")
-    assert (j["user"], j["vc"], j["job_name"], j["cluster"]) == ("alice", "gpu", "train_bert", "sacct")
+    # One input file: the cluster is the dataset, not the file name (sacct).
+    assert (j["user"], j["vc"], j["job_name"], j["cluster"]) == ("alice", "gpu", "train_bert", "hpc")
     assert j["submit_s"] == _epoch("2024-03-01T10:00:00", zone)
     j = jobs["1002_1"]  # array task; typed gres/gpu:a100=1; 32000 MB = 31.25 GB
     assert (j["num_gpus"], j["gpu_type"], j["mem_gb"], j["queue_s"], j["run_s"], j["state"]) == (

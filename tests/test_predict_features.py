@@ -201,11 +201,11 @@ def test_catalog_features_equal_frame_features(tmp_path: Path) -> None:
         counts = exclusion_counts(ctx.con, ctx.jobs, "tiny")
     imported = jobs.filter(pl.col("end_time").is_not_null())
     # An import without a start column starts each job at its submission: end = submit + duration.
-    # Unmapped columns are NULL; the cluster is the file's name.
+    # Unmapped columns are NULL; one input file makes one cluster named after the dataset.
     as_imported = imported.with_columns(
         pl.col("submit_time").alias("start_time"),
         (pl.col("submit_time") + pl.duration(seconds=pl.col("run_s"))).alias("end_time"),
-        pl.lit("jobs").alias("cluster"),
+        pl.lit("tiny").alias("cluster"),
         pl.lit(None, dtype=pl.String).alias("vc"), pl.lit(None, dtype=pl.String).alias("gpu_type"),
         pl.lit(None, dtype=pl.Float64).alias("num_cpus"), pl.lit(None, dtype=pl.Float64).alias("mem_gb"))
     from_frame = frame_features(as_imported, "UTC")

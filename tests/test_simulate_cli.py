@@ -210,7 +210,7 @@ def test_clean_errors(sim, hand_home: Path) -> None:
     assert_clean_failure(result, "no jobs of 'nothing'", "ddlx datasets import")
     result = sim("simulate", "--dataset", "hand", "--gpus", "4", "--policy", "fifo", "--cluster", "elsewhere",
                  "--data-home", hand_home)
-    assert_clean_failure(result, "'hand' has no cluster 'elsewhere'", "jobs")
+    assert_clean_failure(result, "'hand' has no cluster 'elsewhere'", "its clusters: hand")
 
 
 def test_simulate_has_help(sim) -> None:

@@ -194,7 +194,11 @@ def jobs_sql(spec: ImportSpec, raw: str, present: set[str]) -> str:
     def number(key: str, default: str = "CAST(NULL AS DOUBLE)") -> str:
         return cols.number(key) or from_tres.get(key) or default
 
-    cluster = cols.text("cluster") if cols.column("cluster") else "r.source_cluster"
+    # Without a cluster column, each input file is a cluster, named after the file; a dataset read
+    # from one file is one cluster, named after the dataset (a file name is no cluster name).
+    cluster = cols.text("cluster") if cols.column("cluster") else (
+        f"CASE WHEN (SELECT count(DISTINCT source_file) FROM {raw}) = 1 THEN {sql_string(spec.name)} "
+        "ELSE r.source_cluster END")
     duration = cols.number("duration")
     if duration is not None and spec.unit_seconds is not None:
         duration = f"{duration} * {spec.unit_seconds!r}"

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ddlx.datasets.trace_info import TraceInfo
-from ddlx.errors import UnknownDatasetError
+from ddlx.errors import UnknownDatasetError, did_you_mean
 
 if TYPE_CHECKING:
     from ddlx.datasets.adapter import TraceAdapter
@@ -47,7 +47,7 @@ def get_trace(name: str) -> TraceInfo:
         return TRACES[name]
     except KeyError:
         raise UnknownDatasetError(
-            f"unknown trace '{name}'; expected one of: {', '.join(sorted(TRACES))}"
+            f"unknown trace '{name}'; expected one of: {', '.join(sorted(TRACES))}{did_you_mean(name, TRACES)}"
         ) from None
 
 
