@@ -2,7 +2,7 @@
 
 ```python
 from ddlx.analysis import analyze
-result = analyze("pai", ["queueing"])     # the catalog of $DDLX_HOME, else the per-user data folder
+result = analyze(trace, ["queueing"])     # the catalog of $DDLX_HOME, else the per-user data folder
 result.module("queueing").table("by_gpu_bucket")
 ```
 """

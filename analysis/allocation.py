@@ -25,16 +25,17 @@ inside the queries (`Window`, `x`: seconds since the window start) and UTC times
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
 from ddlx.analysis.capacity import capacity_sources, gpu_capacity, gpu_capacity_sql
 from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
-from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.model import ModuleResult, held_to_end_text
 from ddlx.analysis.sql import allocation_events_sql, local_time_sql, trace_end_sql
 from ddlx.errors import DdlxError
 
@@ -463,15 +464,17 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
     result.add("allocation_vs_capacity", table, base + share + cap_defs,
                "one cluster (NULL: all clusters together) against one capacity source, over the whole trace")
 
-    candidates = whole.to_dicts()
-    row = next((r for r in candidates if r["capacity_source"] == source), candidates[0] if candidates else None)
+    row = _source_row(whole, source)
     if row is not None:
         scope = "all clusters" if clusters > 1 else "the cluster"
+        held = _held_open(ctx, window, source)
         result.add_finding("allocated_gpus_mean", "mean allocated GPUs", row["mean_gpus"], "GPUs",
-                           "utilization.allocated_gpus_binned", f"{scope}, over the whole trace")
+                           "utilization.allocated_gpus_binned", f"{scope}, over the whole trace",
+                           held("mean_gpus", "GPUs"))
         result.add_finding("allocated_gpus_peak", "peak allocated GPUs", row["peak_gpus"], "GPUs",
-                           "utilization.allocated_gpus_binned", f"{scope}, over the whole trace")
-        if ctx.open_jobs_run_to_end:
+                           "utilization.allocated_gpus_binned", f"{scope}, over the whole trace",
+                           held("peak_gpus", "GPUs"))
+        if ctx.holds_open("job"):
             result.add_finding("allocated_gpus_at_end", "GPUs still allocated at the trace end (jobs without an end)",
                                row["end_gpus"], "GPUs", "utilization.allocated_gpus", f"{scope}, at the trace end")
         else:
@@ -484,9 +487,32 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
         if source and row["capacity_source"] == source:
             population = f"{scope}, against capacity.{source} ({row['capacity_gpus']:,.0f} GPUs on average)"
             result.add_finding("allocated_share_mean", "mean allocated GPUs as a share of capacity", row["mean_share"],
-                               "fraction", "utilization.allocated_share_of_capacity", population)
+                               "fraction", "utilization.allocated_share_of_capacity", population,
+                               held("mean_share", "fraction"))
             result.add_finding("allocated_share_peak", "peak allocated GPUs as a share of capacity", row["peak_share"],
-                               "fraction", "utilization.allocated_share_of_capacity", population)
+                               "fraction", "utilization.allocated_share_of_capacity", population,
+                               held("peak_share", "fraction"))
+
+
+def _source_row(table: pl.DataFrame, source: str | None) -> dict[str, Any] | None:
+    """The row of `allocation_vs_capacity` against `source` (else its first row; None when empty)."""
+    candidates = table.to_dicts()
+    return next((r for r in candidates if r["capacity_source"] == source), candidates[0] if candidates else None)
+
+
+def _held_open(ctx: TraceContext, window: Window, source: str | None) -> Callable[[str, str], str]:
+    """For a trace that leaves out started jobs with no end (`ctx.holds_open("job")` False) and has
+    some: a function giving, for a column of `allocation_vs_capacity` over all clusters, its value
+    with those jobs held to the trace end, as the text beside the headline; else one giving ""."""
+    if ctx.holds_open("job"):
+        return lambda column, unit: ""
+    jobs = ctx.one_row(f"""SELECT count(*) AS n FROM {ctx.jobs}
+                           WHERE start_time IS NOT NULL AND end_time IS NULL AND num_gpus > 0""")["n"]
+    if not jobs:
+        return lambda column, unit: ""
+    with ctx.holding_open("job"), materialized_steps(ctx, (), window) as steps:
+        row = _source_row(allocation_vs_capacity(ctx, (), window, steps), source)
+    return lambda column, unit: held_to_end_text(row[column], unit, jobs, "started job") if row else ""
 
 
 def _series(ctx: TraceContext, result: ModuleResult, groups: tuple[str, ...], resolution: int, window: Window,

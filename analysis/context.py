@@ -10,6 +10,7 @@ records allow is declared by that trace (`ddlx.analysis.trace_parts`).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,9 @@ class TraceContext:
 
     `tables` are the catalog's tables and views of this trace; `source_tz` the IANA zone of its
     local wall clock; `has_wall_clock` False when its times are offsets from an undisclosed start
-    (see `TraceInfo.wall_clock`), so that hours of day and weekdays mean nothing. `open_jobs_run_to_end`
-    False when a started job without an end is an unlogged end, not a job running at the trace end.
+    (see `TraceInfo.wall_clock`), so that hours of day and weekdays mean nothing. `unlogged_ends`: the
+    kinds of record whose started records without an end are ends that were not logged, so they
+    are left out (`holds_open`; `TraceInfo.unlogged_ends`).
     `views` are the canonical views the trace publishes, open under their names; `info` the release
     facts of a registered trace (None for an imported dataset). `options` are the caller's settings
     for the modules (e.g. `resolution_s`, the step of utilisation time series).
@@ -52,7 +54,7 @@ class TraceContext:
     synthetic: bool
     source_tz: str | None
     has_wall_clock: bool = True
-    open_jobs_run_to_end: bool = True
+    unlogged_ends: set[str] = field(default_factory=set)
     provenance: dict[str, Any] = field(default_factory=dict)
     views: set[str] = field(default_factory=set)
     info: TraceInfo | None = None
@@ -77,6 +79,23 @@ class TraceContext:
     def has_view(self, *views: str) -> bool:
         """True when the trace publishes every one of the canonical `views` (names of `VIEWS`)."""
         return all(view in self.views for view in views)
+
+    def holds_open(self, kind: str) -> bool:
+        """True when started records of `kind` (job, instance, ...) without an end are held to the
+        trace end; False when they are ends that were not logged, left out."""
+        return kind not in self.unlogged_ends
+
+    @contextlib.contextmanager
+    def holding_open(self, kind: str) -> Iterator[None]:
+        """Within the block, records of `kind` without an end are held to the trace end (to give
+        the alternative value beside a headline that leaves them out)."""
+        left_out = kind in self.unlogged_ends
+        self.unlogged_ends.discard(kind)
+        try:
+            yield
+        finally:
+            if left_out:
+                self.unlogged_ends.add(kind)
 
     @property
     def label(self) -> str:
@@ -160,7 +179,7 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
                                                                earliest)
     return TraceContext(home=home, trace=trace, con=con, tables=tables, synthetic=registration.synthetic,
                         source_tz=zone, has_wall_clock=wall_clock,
-                        open_jobs_run_to_end=known.open_jobs_run_to_end if known else True,
+                        unlogged_ends=set(known.unlogged_ends) if known else set(),
                         provenance=provenance, views=_open_views(con, trace, tables), info=known, held=held)
 
 

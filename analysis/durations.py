@@ -12,12 +12,13 @@ Python loops over jobs or times.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
-from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.model import ModuleResult, held_to_end_text
 from ddlx.analysis.sql import (
     CDF_PROBABILITIES,
     GPU_BUCKET_SQL,
@@ -45,7 +46,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "or end instant any job of the trace records) minus the job's start, in seconds; a running "
         "job that carries a run time (imported tables) is censored at that run time. Jobs with "
         "neither a start time nor a run time (never started, or start not recorded) are neither "
-        "finished nor censored: they are counted as untimed and left out.",
+        "finished nor censored: they are counted as untimed and left out. In a trace whose jobs "
+        "without an end are ends that were not logged, those jobs are untimed too (left out, never "
+        "given an invented end); headlines give the value with them censored at the trace end "
+        "beside.",
     ),
     Definition(
         "durations.kaplan_meier_runtime", "Kaplan-Meier run time", "s",
@@ -80,12 +84,18 @@ def observations_sql(ctx: TraceContext, trace_end_s: float | None = None) -> str
     NULL: untimed). Definitions durations.finished_runtime and durations.censored_runtime.
     `trace_end_s`: the trace end in Unix seconds when already known (saves a scan per query)."""
     end = repr(float(trace_end_s)) if trace_end_s is not None else f"epoch({trace_end_sql(ctx)})"
+    # A started job without a run time is censored at the trace end, the last instant the trace
+    # could have seen it end, unless the trace's jobs without an end are ends that were not logged:
+    # then it is untimed (left out).
+    held = ctx.holds_open("job")
+    open_run = f"greatest({end} - epoch(start_time), 0)" if held else "NULL"
+    untimed = "start_time IS NULL" if held else "TRUE"
     return f"""(
         SELECT {GPU_BUCKET_SQL} AS gpu_bucket, state,
                CASE WHEN run_s IS NOT NULL THEN run_s
-                    WHEN start_time IS NOT NULL THEN greatest({end} - epoch(start_time), 0)
+                    WHEN start_time IS NOT NULL THEN {open_run}
                END AS time_s,
-               CASE WHEN run_s IS NULL AND start_time IS NULL THEN NULL
+               CASE WHEN run_s IS NULL AND {untimed} THEN NULL
                     ELSE run_s IS NOT NULL AND state IS DISTINCT FROM 'running' END AS finished
         FROM {ctx.jobs})"""
 
@@ -273,6 +283,23 @@ def _state_summary(rows: pl.DataFrame) -> pl.DataFrame:
     return frame.sort("jobs", "state", descending=[True, False], nulls_last=True)
 
 
+def _held_open(ctx: TraceContext, trace_end_s: float | None,
+               probabilities: tuple[float, ...]) -> dict[str, Any] | None:
+    """For a trace that leaves out started jobs with no end and has some: the overall Kaplan-Meier
+    quantiles with them censored at the trace end instead (`km_p50_s`, `km_p90_s`) and how many
+    they are (`left_out`); else None."""
+    if ctx.holds_open("job"):
+        return None
+    left_out = ctx.one_row(f"SELECT count(*) AS n FROM {ctx.jobs} "
+                           "WHERE start_time IS NOT NULL AND run_s IS NULL")["n"]
+    if not left_out:
+        return None
+    with ctx.holding_open("job"):
+        summary = _bucket_summary(_bucket_cdf_query(ctx, trace_end_s, probabilities))
+    row = summary.filter(pl.col("gpu_bucket") == ALL).row(0, named=True)
+    return {"km_p50_s": row["km_p50_s"], "km_p90_s": row["km_p90_s"], "left_out": left_out}
+
+
 def analyze(ctx: TraceContext) -> ModuleResult:
     result = ModuleResult("durations")
     trace_end_s = trace_end_epoch_s(ctx)
@@ -308,10 +335,15 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     finished, censored = overall["finished_jobs"], overall["censored_jobs"]
     timed = finished + censored
     km_population = f"{timed:,} jobs that started ({censored:,} still running, censored)"
+    held = _held_open(ctx, trace_end_s, probabilities)
+    if held:
+        km_population += f"; {held['left_out']:,} with no recorded end left out"
     result.add_finding("run_time_p50_km", "median run time (Kaplan-Meier, running jobs censored)",
-                       overall["km_p50_s"], "s", "durations.kaplan_meier_runtime", km_population)
+                       overall["km_p50_s"], "s", "durations.kaplan_meier_runtime", km_population,
+                       held_to_end_text(held["km_p50_s"], "s", held["left_out"], "job") if held else "")
     result.add_finding("run_time_p90_km", "90th-percentile run time (Kaplan-Meier, running jobs censored)",
-                       overall["km_p90_s"], "s", "durations.kaplan_meier_runtime", km_population)
+                       overall["km_p90_s"], "s", "durations.kaplan_meier_runtime", km_population,
+                       held_to_end_text(held["km_p90_s"], "s", held["left_out"], "job") if held else "")
     result.add_finding("run_time_p50_finished", "median run time of jobs that ended", overall["p50_s"], "s",
                        "durations.finished_runtime", f"{finished:,} jobs that ended")
     result.add_finding("censored_jobs", "jobs still running at the trace end (censored)", censored, "jobs",

@@ -20,6 +20,24 @@ def table_file(module: str, table: str) -> str:
     return f"{module}/{table}.parquet"
 
 
+def value_text(value: float | int | None, unit: str) -> str:
+    """A finding's value in prose: a fraction as a percent, other numbers with their unit."""
+    if value is None:
+        return "none"
+    if unit == "fraction":
+        return f"{value:.1%}"
+    number = f"{value:,.1f}".rstrip("0").rstrip(".") if isinstance(value, float) else f"{value:,}"
+    return f"{number} {unit}".strip()
+
+
+def held_to_end_text(value: float | int | None, unit: str, records: int, kind: str) -> str:
+    """The alternative beside a headline that leaves out records without an end: "<value> if the
+    <records> <kind>s with no recorded end are held to the trace end"."""
+    one = records == 1
+    return (f"{value_text(value, unit)} if the {records:,} {kind}{'' if one else 's'} with no recorded end "
+            f"{'is' if one else 'are'} held to the trace end")
+
+
 @dataclass
 class ResultTable:
     """One tidy result: `row` says what a row is; `definitions` the metric definitions used."""
@@ -36,7 +54,10 @@ class ResultTable:
 
 @dataclass
 class Finding:
-    """One headline number, shown as one terminal line: `text` labels the value (unit apart)."""
+    """One headline number, shown as one terminal line: `text` labels the value (unit apart).
+    `alternative` gives the value under the other reading of records without an end, when the
+    trace has such records ("99.8 % if the 1,234 instances with no recorded end are held to the
+    trace end"), else is empty."""
 
     name: str
     text: str
@@ -44,6 +65,7 @@ class Finding:
     unit: str
     definition: str
     population: str
+    alternative: str = ""
 
     def __post_init__(self) -> None:
         get_definition(self.definition)
@@ -77,9 +99,9 @@ class ModuleResult:
         return frame
 
     def add_finding(self, name: str, text: str, value: float | int | None, unit: str, definition: str,
-                    population: str) -> None:
+                    population: str, alternative: str = "") -> None:
         """Add a headline finding."""
-        self.findings.append(Finding(name, text, value, unit, definition, population))
+        self.findings.append(Finding(name, text, value, unit, definition, population, alternative))
 
     def skip(self, what: str, why: str) -> None:
         """Record that `what` does not apply to this trace, and why."""

@@ -114,11 +114,11 @@ def allocation_events_sql(ctx: TraceContext, groups: Sequence[str] = (), where: 
     Rows: the `groups` columns of `jobs`, `t` (TIMESTAMPTZ) and `delta_gpus`: +num_gpus at a job's
     start_time, -num_gpus at its end_time. A job that never started adds nothing, nor does one
     whose end precedes its start; one with no end holds its GPUs to the end of the trace, except
-    in traces whose open jobs are unlogged ends (`ctx.open_jobs_run_to_end` False), where it is
-    left out.
+    in traces whose open jobs are unlogged ends (`ctx.holds_open("job")` False), where it is left
+    out.
     """
     select_groups = "".join(f"{g}, " for g in groups)
-    placed = "" if ctx.open_jobs_run_to_end else " AND end_time IS NOT NULL"
+    placed = "" if ctx.holds_open("job") else " AND end_time IS NOT NULL"
     ordered = "(end_time IS NULL OR end_time >= start_time)"
     return f"""(
         SELECT {select_groups}start_time AS t, num_gpus AS delta_gpus FROM {ctx.jobs}

@@ -32,9 +32,12 @@ class TraceInfo:
 
     `wall_clock` is False when the trace's times are offsets from an undisclosed start, so that
     they have no time of day or weekday (`source_tz` then only names the zone they are stored in).
-    `open_jobs_run_to_end` is False when a job that started and has no end is a record whose end
-    was not logged rather than a job running when the trace was taken (e.g. when such jobs together
-    ask for several times the cluster's GPUs), so that such jobs cannot be placed in time.
+    `unlogged_ends` names the kinds of record (`job`, `instance`, `attempt`, `pod`) whose started
+    records without an end are ends that were not logged rather than work running when the trace
+    was taken (e.g. when such jobs together ask for several times the cluster's GPUs, or carry a
+    final state): every module leaves them out (allocation, co-location, survival), and headlines
+    give the value with them held to the trace end beside. Records of other kinds without an end
+    are held to the trace end (censored there in survival estimates).
     `label` is how prose names the trace (a short name); `records_gpu_fractions` is True when its
     records tell a part of a GPU from a whole one even where no job asks for a part.
     """
@@ -49,7 +52,7 @@ class TraceInfo:
     files: tuple[ReleaseFile, ...] = field(default_factory=tuple)
     label: str = ""
     wall_clock: bool = True
-    open_jobs_run_to_end: bool = True
+    unlogged_ends: tuple[str, ...] = ()
     records_gpu_fractions: bool = False
 
     @property

@@ -130,6 +130,8 @@ class Cell:
     display: str
     population: str = ""
     missing: str | None = None
+    #: The value under the other reading of records without an end (`Finding.alternative`).
+    alternative: str = ""
 
 
 @dataclass

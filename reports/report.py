@@ -162,7 +162,8 @@ def aligned_numbers(module: str, per_trace: Mapping[str, ModuleResult | None]) -
                 (f for f in result.findings if (f.name, f.definition) == (row.name, row.definition)), None)
             if finding is not None:
                 value = plain(finding.value)
-                row.cells.append(Cell(trace, value, display_with_unit(value, finding.unit), finding.population))
+                row.cells.append(Cell(trace, value, display_with_unit(value, finding.unit), finding.population,
+                                      alternative=finding.alternative))
             elif result is None:
                 row.cells.append(Cell(trace, None, "-", missing=f"the {module} module was not run on {trace}"))
             else:

@@ -86,7 +86,10 @@ def format_findings(result: Any) -> str:
             if finding.unit == "fraction" and isinstance(finding.value, float):
                 value = f"{finding.value:.1%}"
             unit = "" if finding.unit == "fraction" else finding.unit
-            lines.append(f"  {finding.text:<{width}} {value:>14} {unit:<10} [{finding.definition}]")
+            line = f"  {finding.text:<{width}} {value:>14} {unit:<10} [{finding.definition}]"
+            if getattr(finding, "alternative", ""):
+                line += f"  ({finding.alternative})"
+            lines.append(line)
         for skipped in module.not_applicable:
             lines.append(f"  not applicable: {skipped.what} ({skipped.why})")
     return "\n".join(lines)

@@ -87,10 +87,10 @@ def test_pai_instances_running_at_once_per_machine(pai_home: Path) -> None:
     # (1010) to the last start or end (j5's end, 100060): 99050 s for each of the 4 machines.
     #   m1 (T4): i1a 1010-5000, i1b 1030-4990 -> 0 for 0 s, 1 for 20 + 10 s, 2 for 3960 s, 0 for 95060 s
     #   m2 (V100): i2a 2150-2600 -> 0 for 1140 + 97460 s, 1 for 450 s
-    #   m3 (P100): i3 3005-(running: to 100060) -> 0 for 1995 s, 1 for 97055 s
+    #   m3 (P100): i3 3005-(no end: its end was not logged; left out) -> 0 for 99050 s
     #   m4 (CPU): i2p 2100-2600, i5 100000-100060 -> 0 for 1090 + 97400 s, 1 for 500 + 60 s
-    level0 = 95060 + 1140 + 97460 + 1995 + 1090 + 97400
-    level1 = 30 + 450 + 97055 + 560
+    level0 = 95060 + 1140 + 97460 + 99050 + 1090 + 97400
+    level1 = 30 + 450 + 560
     level2 = 3960
     assert level0 + level1 + level2 == 4 * 99050
     assert hours[("all", 0)] == pytest.approx(level0 / 3600)
@@ -98,13 +98,18 @@ def test_pai_instances_running_at_once_per_machine(pai_home: Path) -> None:
     assert hours[("all", 2)] == pytest.approx(level2 / 3600)
     assert hours[("T4", 2)] == pytest.approx(3960 / 3600)
     assert hours[("T4", 1)] == pytest.approx(30 / 3600)
-    assert hours[("P100", 1)] == pytest.approx(97055 / 3600)
+    assert ("P100", 1) not in hours and hours[("P100", 0)] == pytest.approx(99050 / 3600)
     assert hours[("CPU", 1)] == pytest.approx(560 / 3600)
-    assert len(hours) == 3 + 2 + 3 + 2 + 2  # all 0-2, CPU 0-1, T4 0-2, V100 0-1, P100 0-1
+    assert len(hours) == 3 + 2 + 3 + 2 + 1  # all 0-2, CPU 0-1, T4 0-2, V100 0-1, P100 0
     busy = {r["running_instances"]: r["busy_time_share"]
             for r in frame.filter(pl.col("machine_gpu_type") == "all").to_dicts()}
     assert busy[0] is None and busy[2] == pytest.approx(level2 / (level1 + level2))
-    assert result.finding("colocated_busy_time_share").value == pytest.approx(level2 / (level1 + level2))
+    colocated = result.finding("colocated_busy_time_share")
+    assert colocated.value == pytest.approx(level2 / (level1 + level2))
+    # Held to the window end, i3 would run on m3 from 3005 to 100060: 97055 s more at 1 instance.
+    held = level2 / (level1 + 97055 + level2)
+    assert colocated.alternative == f"{held:.1%} if the 1 instance with no recorded end is held to the trace end"
+    assert "(1 instance with no recorded end left out)" in colocated.population
     # machine_num_worker of the two metric rows: 2.0 and 1.0 -> median 1.5
     assert result.finding("machine_num_worker_p50").value == pytest.approx(1.5)
     cdf = result.table("machine_num_worker_cdf")

@@ -20,7 +20,7 @@ import polars as pl
 from ddlx.analysis.allocation import materialized
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
-from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.model import ModuleResult, held_to_end_text
 from ddlx.analysis.sharing import ALL
 from ddlx.analysis.sql import GPU_BUCKET_SQL, SUMMARY_QUANTILES, cdf_table, quantile_columns_sql, sort_buckets
 from ddlx.analysis.trace_parts import TracePart
@@ -85,9 +85,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "sharing.colocation.concurrent_instances", "Instances running at once on a machine",
         "machine-hours",
         "PAI: for each machine of pai_instance_table, the number of its instances running at "
-        "each moment (an instance runs from its start_time to its end_time; one without end_time "
-        "runs to the window end; rows without machine or start_time, or ending before they start, "
-        "are left out). Instances of every kind count (CPU-only ones too). The window is the same "
+        "each moment (an instance runs from its start_time to its end_time; one without end_time is "
+        "an end that was not logged and is left out, and the headline gives the share with those "
+        "held to the window end beside; rows without machine or start_time, or ending before they "
+        "start, are left out). Instances of every kind count (CPU-only ones too). The window is the same "
         "for every machine: from the earliest instance start to the latest instance start or end; "
         "a machine counts from the window start even before its first instance (at 0). Weighted "
         "by time: machine-hours at each count, their share of all machine-time, and of busy "
@@ -234,9 +235,12 @@ _SWEPT_INSTANCES = ("machine IS NOT NULL AND start_time IS NOT NULL "
                     "AND (end_time IS NULL OR end_time >= start_time)")
 
 
-def _instance_sweep_ctes() -> str:
+def _instance_sweep_ctes(hold_open: bool) -> str:
     """The CTEs of the co-location sweep: `bounds` (t0, t1: the window), `machine_ids`,
-    `runs` (machine_id, s, e) and `steps` (machine_id, t, instances, next_t)."""
+    `runs` (machine_id, s, e) and `steps` (machine_id, t, instances, next_t). Instances without an
+    end run to the window end with `hold_open`, else are left out of `runs` (the window and the
+    machines stay those of every instance)."""
+    ended = "" if hold_open else " AND end_time IS NOT NULL"
     return f"""
         WITH bounds AS (
             SELECT min(start_time) AS t0, greatest(max(start_time), max(end_time)) AS t1
@@ -246,7 +250,7 @@ def _instance_sweep_ctes() -> str:
             FROM (SELECT DISTINCT machine FROM pai_instance_table WHERE {_SWEPT_INSTANCES})),
         runs AS (
             SELECT machine_id, start_time AS s, coalesce(end_time, (SELECT t1 FROM bounds)) AS e
-            FROM pai_instance_table JOIN machine_ids USING (machine) WHERE {_SWEPT_INSTANCES}),
+            FROM pai_instance_table JOIN machine_ids USING (machine) WHERE {_SWEPT_INSTANCES}{ended}),
         events AS (
             SELECT machine_id, s AS t, 1 AS delta FROM runs
             UNION ALL SELECT machine_id, e AS t, -1 AS delta FROM runs),
@@ -257,7 +261,7 @@ def _instance_sweep_ctes() -> str:
                          ROWS UNBOUNDED PRECEDING))"""
 
 
-def machine_instance_steps_sql() -> str:
+def machine_instance_steps_sql(hold_open: bool = True) -> str:
     """A FROM item: PAI instances running at once on each machine, as a step function.
 
     Rows: `machine`, `t` (seconds, the trace's own clock) and `instances` (running from `t` until
@@ -272,11 +276,11 @@ def machine_instance_steps_sql() -> str:
     sums are several times slower. Machines are numbered first so that the sort keys are integers.
     Events at one instant give several rows at that `t`: the last one holds the count.
     """
-    return f"""({_instance_sweep_ctes()}
+    return f"""({_instance_sweep_ctes(hold_open)}
         SELECT m.machine, s.t, s.instances FROM steps AS s JOIN machine_ids AS m USING (machine_id))"""
 
 
-def machine_instance_levels_sql() -> str:
+def machine_instance_levels_sql(hold_open: bool = True) -> str:
     """A FROM item: per machine and number of instances running at once, the seconds spent at it
     in the window (`machine`, `instances`, `seconds`).
 
@@ -284,7 +288,7 @@ def machine_instance_levels_sql() -> str:
     next event, which is always the same machine's (its last event brings it back to 0); the
     machine's time at 0 is the rest of the window. Summed per machine id before the names are
     joined back."""
-    return f"""({_instance_sweep_ctes()},
+    return f"""({_instance_sweep_ctes(hold_open)},
         busy AS (
             SELECT machine_id, instances, sum(next_t - t) AS seconds
             FROM steps WHERE instances > 0 AND next_t > t GROUP BY machine_id, instances),
@@ -307,7 +311,8 @@ def colocation_distribution(ctx: TraceContext) -> pl.DataFrame:
     return ctx.query(f"""
         WITH typed AS (
             SELECT coalesce(m.gpu_type, 'unknown') AS machine_gpu_type, p.instances, p.seconds
-            FROM {machine_instance_levels_sql()} AS p LEFT JOIN {spec} AS m USING (machine)),
+            FROM {machine_instance_levels_sql(ctx.holds_open("instance"))} AS p
+            LEFT JOIN {spec} AS m USING (machine)),
         levels AS (
             SELECT CASE WHEN grouping(machine_gpu_type) = 1 THEN '{ALL}' ELSE machine_gpu_type END
                        AS machine_gpu_type,
@@ -529,10 +534,21 @@ def _analyze_colocation(ctx: TraceContext, result: ModuleResult) -> None:
                                   "a machine GPU type (or 'all') and a number of instances running at once "
                                   "on a machine")
         summary = colocation_summary(distribution)
+        open_instances = ctx.one_row(f"SELECT count(*) AS n FROM pai_instance_table WHERE {_SWEPT_INSTANCES} "
+                                     "AND end_time IS NULL")["n"]
+        alternative = ""
+        if open_instances and not ctx.holds_open("instance"):
+            with ctx.holding_open("instance"):
+                held = colocation_summary(colocation_distribution(ctx))["colocated_busy_share"]
+            alternative = held_to_end_text(held, "fraction", open_instances, "instance")
+        population = "machines of pai_instance_table while they run an instance"
+        if open_instances and not ctx.holds_open("instance"):
+            plural = "s" if open_instances != 1 else ""
+            population += f" ({open_instances:,} instance{plural} with no recorded end left out)"
         result.add_finding("colocated_busy_time_share",
                            "share of busy machine-time with 2+ instances at once",
                            summary["colocated_busy_share"], "fraction", "sharing.colocation.concurrent_instances",
-                           "machines of pai_instance_table while they run an instance")
+                           population, alternative)
     else:
         result.skip("instances running at once per machine",
                     "the catalog lacks pai_instance_table")
