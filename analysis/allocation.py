@@ -470,10 +470,10 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
         held = _held_open(ctx, window, source)
         result.add_finding("allocated_gpus_mean", "mean allocated GPUs", row["mean_gpus"], "GPUs",
                            "utilization.allocated_gpus_binned", f"{scope}, over the whole trace",
-                           held("mean_gpus", "GPUs"))
+                           held("mean_gpus", "GPUs"), basis=started["jobs"])
         result.add_finding("allocated_gpus_peak", "peak allocated GPUs", row["peak_gpus"], "GPUs",
                            "utilization.allocated_gpus_binned", f"{scope}, over the whole trace",
-                           held("peak_gpus", "GPUs"))
+                           held("peak_gpus", "GPUs"), basis=started["jobs"])
         if ctx.holds_open("job"):
             result.add_finding("allocated_gpus_at_end", "GPUs still allocated at the trace end (jobs without an end)",
                                row["end_gpus"], "GPUs", "utilization.allocated_gpus", f"{scope}, at the trace end")
@@ -488,10 +488,10 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
             population = f"{scope}, against capacity.{source} ({row['capacity_gpus']:,.0f} GPUs on average)"
             result.add_finding("allocated_share_mean", "mean allocated GPUs as a share of capacity", row["mean_share"],
                                "fraction", "utilization.allocated_share_of_capacity", population,
-                               held("mean_share", "fraction"))
+                               held("mean_share", "fraction"), basis=started["jobs"])
             result.add_finding("allocated_share_peak", "peak allocated GPUs as a share of capacity", row["peak_share"],
                                "fraction", "utilization.allocated_share_of_capacity", population,
-                               held("peak_share", "fraction"))
+                               held("peak_share", "fraction"), basis=started["jobs"])
 
 
 def _source_row(table: pl.DataFrame, source: str | None) -> dict[str, Any] | None:

@@ -340,14 +340,15 @@ def analyze(ctx: TraceContext) -> ModuleResult:
         km_population += f"; {held['left_out']:,} with no recorded end left out"
     result.add_finding("run_time_p50_km", "median run time (Kaplan-Meier, running jobs censored)",
                        overall["km_p50_s"], "s", "durations.kaplan_meier_runtime", km_population,
-                       held_to_end_text(held["km_p50_s"], "s", held["left_out"], "job") if held else "")
+                       held_to_end_text(held["km_p50_s"], "s", held["left_out"], "job") if held else "", basis=timed)
     result.add_finding("run_time_p90_km", "90th-percentile run time (Kaplan-Meier, running jobs censored)",
                        overall["km_p90_s"], "s", "durations.kaplan_meier_runtime", km_population,
-                       held_to_end_text(held["km_p90_s"], "s", held["left_out"], "job") if held else "")
+                       held_to_end_text(held["km_p90_s"], "s", held["left_out"], "job") if held else "", basis=timed)
     result.add_finding("run_time_p50_finished", "median run time of jobs that ended", overall["p50_s"], "s",
-                       "durations.finished_runtime", f"{finished:,} jobs that ended")
+                       "durations.finished_runtime", f"{finished:,} jobs that ended", basis=finished)
     result.add_finding("censored_jobs", "jobs still running at the trace end (censored)", censored, "jobs",
                        "durations.censored_runtime", f"{timed:,} jobs that started")
     result.add_finding("censored_share", "share of started jobs still running at the trace end",
-                       censored / timed, "fraction", "durations.censored_runtime", f"{timed:,} jobs that started")
+                       censored / timed, "fraction", "durations.censored_runtime", f"{timed:,} jobs that started",
+                       basis=timed)
     return result

@@ -313,19 +313,23 @@ def _add_state_parts(ctx: TraceContext, result: ModuleResult, c: dict) -> None:
     mix = ("state.canonical", "gpu_time.request_x_runtime")
     finished = f"{c['finished_jobs']:,} finished jobs (completed, failed or cancelled)"
     result.add_finding("failed_share", "failed share of finished jobs", _ratio(c["failed_jobs"], c["finished_jobs"]),
-                       "fraction", "failures.failed_share", finished)
+                       "fraction", "failures.failed_share", finished, basis=c["finished_jobs"])
     result.add_finding("failed_or_cancelled_share", "failed or cancelled share of finished jobs",
-                       _ratio(c["lost_jobs"], c["finished_jobs"]), "fraction", "failures.unsuccessful_share", finished)
+                       _ratio(c["lost_jobs"], c["finished_jobs"]), "fraction", "failures.unsuccessful_share", finished,
+                       basis=c["finished_jobs"])
     all_jobs = f"all {c['jobs']:,} jobs ({c['gpu_hours']:,.1f} GPU-hours)"
     result.add_finding("failed_gpu_time_share", "share of GPU-time in failed jobs",
-                       _ratio(c["failed_gpu_hours"], c["gpu_hours"]), "fraction", "failures.gpu_time_lost", all_jobs)
+                       _ratio(c["failed_gpu_hours"], c["gpu_hours"]), "fraction", "failures.gpu_time_lost", all_jobs,
+                       basis=c["jobs"])
     result.add_finding(
         "gpu_hours_lost", "GPU-hours lost to failed and cancelled jobs", c["lost_gpu_hours"], "GPU-hours",
         "failures.gpu_time_lost", f"{c['lost_jobs']:,} failed or cancelled jobs")
     result.add_finding("gpu_hours_lost_share", "share of GPU-time lost to failed and cancelled jobs",
-                       _ratio(c["lost_gpu_hours"], c["gpu_hours"]), "fraction", "failures.gpu_time_lost", all_jobs)
+                       _ratio(c["lost_gpu_hours"], c["gpu_hours"]), "fraction", "failures.gpu_time_lost", all_jobs,
+                       basis=c["jobs"])
     result.add_finding("time_to_failure_p50", "median time to failure", c["time_to_failure_p50_s"], "s",
-                       "failures.time_to_failure", f"{c['timed_failed_jobs']:,} failed jobs with a run time")
+                       "failures.time_to_failure", f"{c['timed_failed_jobs']:,} failed jobs with a run time",
+                       basis=c["timed_failed_jobs"])
 
     result.add("state_mix", state_mix(ctx), mix, "a final state")
     result.add("state_mix_by_gpu_bucket", state_mix_by_gpu_bucket(ctx), (*mix, "gpu_request.bucket"),
@@ -375,11 +379,12 @@ def _add_attempt_parts(ctx: TraceContext, result: ModuleResult) -> None:
     r = retry_summary(ctx)
     result.add_finding("retried_share", "share of jobs retried (more than one attempt)",
                        _ratio(r["retried_jobs"], r["attempted_jobs"]), "fraction", "failures.attempts_per_job",
-                       f"{r['attempted_jobs']:,} jobs with at least one attempt")
+                       f"{r['attempted_jobs']:,} jobs with at least one attempt", basis=r["attempted_jobs"])
     result.add_finding(
         "gpu_hours_before_last_attempt_share", "share of attempts' GPU-time spent before the last attempt",
         _ratio(r["gpu_hours_before_last_attempt"], r["attempts_gpu_hours"]), "fraction",
-        "failures.gpu_time_of_attempts", f"{r['attempts_gpu_hours']:,.1f} GPU-hours of attempts")
+        "failures.gpu_time_of_attempts", f"{r['attempts_gpu_hours']:,.1f} GPU-hours of attempts",
+        basis=r["attempted_jobs"])
 
 
 def _ratio(part: float | int | None, whole: float | int | None) -> float | None:

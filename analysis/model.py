@@ -20,6 +20,10 @@ def table_file(module: str, table: str) -> str:
     return f"{module}/{table}.parquet"
 
 
+#: A quantile or share over fewer records than this is reported but is no headline.
+MIN_HEADLINE_BASIS = 100
+
+
 def value_text(value: float | int | None, unit: str) -> str:
     """A finding's value in prose: a fraction as a percent, other numbers with their unit."""
     if value is None:
@@ -57,7 +61,9 @@ class Finding:
     """One headline number, shown as one terminal line: `text` labels the value (unit apart).
     `alternative` gives the value under the other reading of records without an end, when the
     trace has such records ("99.8 % if the 1,234 instances with no recorded end are held to the
-    trace end"), else is empty."""
+    trace end"), else is empty. `basis` is how many jobs (or tasks, instances, GPU-minutes: as
+    `population` says) a quantile or share rests on; None for counts and totals. A finding whose
+    basis is below `MIN_HEADLINE_BASIS` is kept but is no headline (`headline`)."""
 
     name: str
     text: str
@@ -66,6 +72,15 @@ class Finding:
     definition: str
     population: str
     alternative: str = ""
+    basis: int | None = None
+
+    @property
+    def headline(self) -> bool:
+        """False for a quantile or share over fewer than `MIN_HEADLINE_BASIS` records."""
+        return self.basis is None or self.basis >= MIN_HEADLINE_BASIS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "headline": self.headline}
 
     def __post_init__(self) -> None:
         get_definition(self.definition)
@@ -99,9 +114,9 @@ class ModuleResult:
         return frame
 
     def add_finding(self, name: str, text: str, value: float | int | None, unit: str, definition: str,
-                    population: str, alternative: str = "") -> None:
-        """Add a headline finding."""
-        self.findings.append(Finding(name, text, value, unit, definition, population, alternative))
+                    population: str, alternative: str = "", basis: int | None = None) -> None:
+        """Add a finding; `basis`: how many records a quantile or share rests on (see `Finding`)."""
+        self.findings.append(Finding(name, text, value, unit, definition, population, alternative, basis))
 
     def skip(self, what: str, why: str) -> None:
         """Record that `what` does not apply to this trace, and why."""
@@ -147,7 +162,7 @@ class AnalysisResult:
             "provenance": self.provenance,
             "modules": {
                 m.module: {
-                    "findings": [f.__dict__ for f in m.findings],
+                    "findings": [f.to_dict() for f in m.findings],
                     "tables": {t.name: {"file": table_file(m.module, t.name), "row": t.row,
                                         "definitions": list(t.definitions), "columns": t.frame.columns,
                                         "rows": t.frame.height}

@@ -56,18 +56,20 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     result.add_finding("gpu_jobs", "GPU jobs", gpu_jobs, "jobs",
                        "gpu_job.requests_gpu", "all jobs")
     result.add_finding("gpu_job_share", "share of jobs that request a GPU", _ratio(gpu_jobs, jobs), "fraction",
-                       "gpu_job.requests_gpu", "all jobs")
+                       "gpu_job.requests_gpu", "all jobs", basis=jobs)
     result.add_finding("fractional_gpu_job_share", "share of GPU jobs that ask for a part of a GPU",
-                       _ratio(c["fractional_gpu_jobs"], gpu_jobs), "fraction", "gpu_request.fractional", "GPU jobs")
+                       _ratio(c["fractional_gpu_jobs"], gpu_jobs), "fraction", "gpu_request.fractional", "GPU jobs",
+                       basis=gpu_jobs)
     result.add_finding("gpu_hours", "GPU-hours requested by jobs with a run time", c["gpu_hours"], "GPU-hours",
                        "gpu_time.request_x_runtime", "jobs with a run time")
     result.add_finding("queue_delay_p50", "median queueing delay", c["queue_p50_s"], "s",
-                       "queue_delay.submit_to_first_start", started)
+                       "queue_delay.submit_to_first_start", started, basis=c["queued_jobs"])
     result.add_finding("queue_delay_p90", "90th-percentile queueing delay", c["queue_p90_s"], "s",
-                       "queue_delay.submit_to_first_start", started)
-    result.add_finding("run_time_p50", "median run time", c["run_p50_s"], "s", "runtime.first_start_to_last_end", timed)
+                       "queue_delay.submit_to_first_start", started, basis=c["queued_jobs"])
+    result.add_finding("run_time_p50", "median run time", c["run_p50_s"], "s", "runtime.first_start_to_last_end", timed,
+                       basis=c["timed_jobs"])
     result.add_finding("run_time_p90", "90th-percentile run time", c["run_p90_s"], "s",
-                       "runtime.first_start_to_last_end", timed)
+                       "runtime.first_start_to_last_end", timed, basis=c["timed_jobs"])
     result.add("state_mix", state_mix(ctx), ("state.canonical", "gpu_time.request_x_runtime"),
                "a canonical final state")
     result.add("gpu_request_mix", gpu_request_mix(ctx), ("gpu_request.bucket", "gpu_time.request_x_runtime"),

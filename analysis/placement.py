@@ -428,13 +428,15 @@ def analyze_fragmentation(ctx: TraceContext, result: ModuleResult) -> None:
                       "an outcome of the replay for default pods")
     overall = by_model.filter(pl.col("gpu_model") == ALL)
     population = "the replay of the default workload, first to last event"
+    replayed = int(pods.filter(pl.col("outcome").is_in(["placed", "unplaced"]))["pods"].sum())
     result.add_finding("fragmented_gpus_mean", "mean fragmented GPU capacity (time-weighted)",
-                       overall["mean_fragmented_gpus"][0], "GPUs", "sharing.fragmentation.unusable_gpus", population)
+                       overall["mean_fragmented_gpus"][0], "GPUs", "sharing.fragmentation.unusable_gpus", population,
+                       basis=replayed)
     result.add_finding("fragmented_share_of_free", "fragmented share of free GPU capacity",
                        overall["fragmented_share_of_free"][0], "fraction", "sharing.fragmentation.unusable_gpus",
-                       population)
+                       population, basis=replayed)
     unplaced = pods.filter(pl.col("outcome") == "unplaced")
     result.add_finding(
         "unplaced_pods", "scheduled pods the replay could not place", int(unplaced["pods"].sum()), "pods",
         "sharing.fragmentation.replay",
-        f"{int(pods.filter(pl.col('outcome').is_in(['placed', 'unplaced']))['pods'].sum()):,} pods replayed")
+        f"{replayed:,} pods replayed")

@@ -347,25 +347,28 @@ def _findings(result: ModuleResult, c: dict, started: str, by_bucket: pl.DataFra
     one_gpu = by_bucket.filter((pl.col("gpu_bucket") == "1") & (pl.col("jobs_with_value") > 0))
     if one_gpu.height:
         result.add_finding("queue_delay_p50_1gpu", "median queueing delay of 1-GPU jobs", one_gpu["p50_s"][0], "s",
-                           QUEUE, f"{one_gpu['jobs_with_value'][0]:,} 1-GPU jobs with a queueing delay")
+                           QUEUE, f"{one_gpu['jobs_with_value'][0]:,} 1-GPU jobs with a queueing delay",
+                           basis=one_gpu["jobs_with_value"][0])
     multi = by_bucket.filter(pl.col("gpu_bucket").is_in(["(4,8]", ">8"]) & (pl.col("jobs_with_value") > 0))
     if multi.height:
         largest = multi.tail(1)
         label = largest["gpu_bucket"][0]
         result.add_finding(
             "queue_delay_p50_largest", f"median queueing delay of jobs asking for {label} GPUs", largest["p50_s"][0],
-            "s", QUEUE, f"{largest['jobs_with_value'][0]:,} jobs with a queueing delay")
+            "s", QUEUE, f"{largest['jobs_with_value'][0]:,} jobs with a queueing delay",
+            basis=largest["jobs_with_value"][0])
     hour = over.filter((pl.col("gpu_bucket") == ALL) & (pl.col("threshold_s") == 3600.0))
     if hour.height:
         result.add_finding("wait_over_1h_share", "share of started jobs that waited longer than 1 h",
-                           hour["share_of_started"][0], "fraction", "queueing.wait_over_threshold", started)
+                           hour["share_of_started"][0], "fraction", "queueing.wait_over_threshold", started,
+                           basis=c["queued"])
     result.add_finding("never_started_share", "share of jobs that never started", (c["never"] or 0) / c["jobs"],
-                       "fraction", QUEUE, f"{c['jobs']:,} jobs")
+                       "fraction", QUEUE, f"{c['jobs']:,} jobs", basis=c["jobs"])
     pooled = shares.filter(pl.col("gpu_bucket") == ALL)
     if pooled.height and pooled["jobs_with_value"][0]:
         result.add_finding("wait_share_p50", "median share of completion time spent waiting", pooled["p50_share"][0],
                            "fraction", "queueing.wait_share_of_completion",
-                           f"{pooled['jobs_with_value'][0]:,} finished jobs")
+                           f"{pooled['jobs_with_value'][0]:,} finished jobs", basis=pooled["jobs_with_value"][0])
     for reference, label in ((CAPACITY, "capacity"), (PEAK, "peak allocation")):
         pooled_bins = load.filter((pl.col("reference") == reference) & (pl.col("cluster") == ALL_CLUSTERS))
         # The highest load bin that holds at least 1 % of the binned jobs (a handful of jobs at a
@@ -380,4 +383,5 @@ def _findings(result: ModuleResult, c: dict, started: str, by_bucket: pl.DataFra
                            f"median queueing delay at {span} of {label}",
                            busiest["p50_s"][0], "s", "queueing.load_at_submit",
                            f"{busiest['jobs_with_value'][0]:,} GPU jobs with a queueing delay in the highest "
-                           f"load bin holding at least {HEADLINE_BIN_SHARE:.0%} of the GPU jobs")
+                           f"load bin holding at least {HEADLINE_BIN_SHARE:.0%} of the GPU jobs",
+                           basis=busiest["jobs_with_value"][0])

@@ -138,11 +138,12 @@ def _analyze_fractions(ctx: TraceContext, result: ModuleResult) -> None:
     if not overall.is_empty():
         result.add_finding("sharing_gpu_time_share", "share of GPU-time of jobs that share a GPU",
                            overall["sharing_gpu_hours_share"][0], "fraction", "sharing.fractional_share",
-                           f"{overall['gpu_jobs'][0]:,} GPU jobs")
+                           f"{overall['gpu_jobs'][0]:,} GPU jobs", basis=overall["gpu_jobs"][0])
     distribution = result.add("fraction_distribution", fraction_distribution(ctx), ("sharing.gpus_per_instance",),
                               "an amount of GPU asked by one instance")
     if distribution.height:
         sharing = distribution.filter(pl.col("shares_gpu"))["instances"].sum()
         total = distribution["instances"].sum()
         result.add_finding("sharing_instance_share", "share of GPU instances asking for part of a GPU",
-                           sharing / total, "fraction", "sharing.gpus_per_instance", f"{total:,} GPU instances")
+                           sharing / total, "fraction", "sharing.gpus_per_instance", f"{total:,} GPU instances",
+                           basis=total)

@@ -129,7 +129,8 @@ def analyze(ctx: TraceContext) -> ModuleResult:
         per_day = _jobs_per_trace_day(days)
         result.add_finding(
             "submissions_per_day_p50", "median jobs submitted per day", per_day["jobs"].median(), "jobs",
-            "time_patterns.submissions", f"{per_day.height:,} days from the first to the last submission")
+            "time_patterns.submissions", f"{per_day.height:,} days from the first to the last submission",
+            basis=per_day.height)
 
     counts = recurring_counts(ctx)
     if not counts["tagged_jobs"]:
@@ -139,10 +140,11 @@ def analyze(ctx: TraceContext) -> ModuleResult:
                "a range of jobs per recurring-job group")
     population = f"{counts['jobs']:,} jobs"
     result.add_finding("recurring_job_share", "share of jobs in a group of more than one job",
-                       counts["recurring_jobs"] / counts["jobs"], "fraction", "time_patterns.recurring_job", population)
+                       counts["recurring_jobs"] / counts["jobs"], "fraction", "time_patterns.recurring_job", population,
+                       basis=counts["jobs"])
     result.add_finding("recurring_gpu_time_share", "share of GPU-time in groups of more than one job",
                        counts["recurring_gpu_hours"] / counts["gpu_hours"] if counts["gpu_hours"] else None, "fraction",
-                       "time_patterns.recurring_job", f"{population}, their GPU-time")
+                       "time_patterns.recurring_job", f"{population}, their GPU-time", basis=counts["jobs"])
     result.add_finding("recurring_groups", "recurring-job groups of more than one job", counts["recurring_groups"],
                        "groups", "time_patterns.recurring_job", f"{counts['groups']:,} groups")
     return result
@@ -163,7 +165,7 @@ def _week_findings(result: ModuleResult, week: pl.DataFrame) -> None:
     weekend = week.filter(pl.col("hour_of_week") >= 120)["jobs"].sum()
     population = f"{total:,} jobs with a submission time"
     result.add_finding("weekend_submission_share", "share of jobs submitted on Saturday or Sunday (local time)",
-                       weekend / total, "fraction", "time_patterns.hour_of_week", population)
+                       weekend / total, "fraction", "time_patterns.hour_of_week", population, basis=total)
     by_hour = week.group_by("hour").agg(pl.col("jobs").sum()).sort(["jobs", "hour"], descending=[True, False])
     result.add_finding("busiest_submit_hour", "local hour of day with most submissions (0-23)", by_hour["hour"][0],
-                       "hour", "time_patterns.hour_of_week", population)
+                       "hour", "time_patterns.hour_of_week", population, basis=total)

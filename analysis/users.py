@@ -137,7 +137,7 @@ def analyze(ctx: TraceContext) -> ModuleResult:
             result.add_finding(f"top_{row['top_percent']}pct_{row['population']}_gpu_time_share",
                                f"share of GPU-time used by the top {row['top_percent']} % of {who}",
                                row["top_gpu_hours_share"], "fraction", "users.gpu_time_top_share",
-                               f"{row['members']:,} {who}")
+                               f"{row['members']:,} {who}", basis=row["members"])
     if not c["users"]:
         result.skip("users: concentration over users and per-user summary", "the trace records no user")
         return result

@@ -132,6 +132,8 @@ class Cell:
     missing: str | None = None
     #: The value under the other reading of records without an end (`Finding.alternative`).
     alternative: str = ""
+    #: Set when the value rests on fewer records than a headline needs (`Finding.headline`).
+    small_sample: str = ""
 
 
 @dataclass

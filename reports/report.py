@@ -93,7 +93,8 @@ def assemble(inputs: Sequence[TraceInput], compare: bool, title: str | None = No
     extra = list(dict.fromkeys(m.module for i in inputs for m in i.result.modules if m.module not in known))
     sections += [_module_section(inputs, m, m.replace("_", " ").capitalize(), "", compare) for m in extra]
     overview = next(s for s in sections if s.id == "overview")
-    headline = overview.numbers if overview.ran else [row for s in sections for row in s.numbers]
+    headline = [row for row in (overview.numbers if overview.ran else [row for s in sections for row in s.numbers])
+                if not all(cell.small_sample for cell in row.cells if not cell.missing)]
     definitions = _definitions(inputs, sections)
     if title is None:
         title = f"ddlx report: {traces[0]}" if not compare else "ddlx compare: " + ", ".join(traces)
@@ -162,8 +163,9 @@ def aligned_numbers(module: str, per_trace: Mapping[str, ModuleResult | None]) -
                 (f for f in result.findings if (f.name, f.definition) == (row.name, row.definition)), None)
             if finding is not None:
                 value = plain(finding.value)
+                small = "" if finding.headline else f"only {finding.basis:,}: a small sample, not a headline"
                 row.cells.append(Cell(trace, value, display_with_unit(value, finding.unit), finding.population,
-                                      alternative=finding.alternative))
+                                      alternative=finding.alternative, small_sample=small))
             elif result is None:
                 row.cells.append(Cell(trace, None, "-", missing=f"the {module} module was not run on {trace}"))
             else:

@@ -22,9 +22,10 @@ OWN_FILES = (SUMMARY_FILE, "report.json")
 
 def findings_frame(result: AnalysisResult) -> pl.DataFrame:
     """One row per finding of every module."""
-    rows = [{"module": m.module, **f.__dict__} for m in result.modules for f in m.findings]
+    rows = [{"module": m.module, **f.to_dict()} for m in result.modules for f in m.findings]
     schema = {"module": pl.String, "name": pl.String, "text": pl.String, "value": pl.Float64,
-              "unit": pl.String, "definition": pl.String, "population": pl.String}
+              "unit": pl.String, "definition": pl.String, "population": pl.String, "alternative": pl.String,
+              "basis": pl.Int64, "headline": pl.Boolean}
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -86,10 +86,11 @@ def format_findings(result: Any) -> str:
             if finding.unit == "fraction" and isinstance(finding.value, float):
                 value = f"{finding.value:.1%}"
             unit = "" if finding.unit == "fraction" else finding.unit
-            line = f"  {finding.text:<{width}} {value:>14} {unit:<10} [{finding.definition}]"
+            lines.append(f"  {finding.text:<{width}} {value:>14} {unit:<10} [{finding.definition}]")
             if getattr(finding, "alternative", ""):
-                line += f"  ({finding.alternative})"
-            lines.append(line)
+                lines.append(f"  {'':<{width}} ({finding.alternative})")
+            if not getattr(finding, "headline", True):
+                lines.append(f"  {'':<{width}} (only {finding.basis:,}: a small sample, not a headline)")
         for skipped in module.not_applicable:
             lines.append(f"  not applicable: {skipped.what} ({skipped.why})")
     return "\n".join(lines)

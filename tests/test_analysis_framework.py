@@ -93,6 +93,9 @@ def test_analyze_dataset_writes_every_table_and_the_definitions(cli, imported: P
     assert "SYNTHETIC" not in result.out
     lines = [line for line in result.out.splitlines() if line.endswith("[queue_delay.submit_to_first_start]")]
     assert any(line.split()[:3] == ["median", "queueing", "delay"] and "60 s" in line for line in lines), lines
+    # A quantile over this handful of jobs is printed, with the note that it is no headline.
+    after = result.out.splitlines()[result.out.splitlines().index(lines[0]) + 1]
+    assert after.strip().startswith("(only ") and after.strip().endswith("a small sample, not a headline)")
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary["modules"]) == ["overview"]
     tables = summary["modules"]["overview"]["tables"]

@@ -94,15 +94,20 @@ def test_sections_follow_the_modules_and_each_ran(lab: AnalysisResult) -> None:
 
 
 def test_headline_is_the_overview_findings_with_units_and_definitions(lab: AnalysisResult) -> None:
+    """The headline is the overview's findings that rest on enough jobs: on the lab's 30 jobs the
+    counts and totals, not the quantiles and shares, which the overview section keeps, marked."""
     report = build_report(lab)
     findings = lab.module("overview").findings
     assert [(r.name, r.unit, r.definition) for r in report.headline] == [
-        (f.name, f.unit, f.definition) for f in findings]
+        (f.name, f.unit, f.definition) for f in findings if f.headline]
+    assert [r.name for r in report.headline] == ["jobs", "gpu_jobs", "gpu_hours"]
     jobs = next(r for r in report.headline if r.name == "jobs")
     assert jobs.cells[0].value == 30 and jobs.cells[0].display == "30 jobs"
-    share = next(r for r in report.headline if r.unit == "fraction")
+    overview = next(s for s in report.sections if s.id.endswith("overview"))
+    share = next(r for r in overview.numbers if r.unit == "fraction")
     finding = next(f for f in findings if f.name == share.name)
     assert share.cells[0].value == finding.value and share.cells[0].display == f"{finding.value * 100:.4g}%"
+    assert finding.basis == 30 and share.cells[0].small_sample == "only 30: a small sample, not a headline"
 
 
 def test_every_chart_says_what_it_shows_with_units_definitions_and_source(lab: AnalysisResult) -> None:
@@ -233,7 +238,7 @@ def test_modules_not_run_are_said_so(lab: AnalysisResult, tmp_path: Path) -> Non
     for section in report.sections:
         assert section.not_run == ([] if section.id == "queueing" else ["lab"])
         assert bool(section.numbers) == (section.id == "queueing")
-    assert [r.name for r in report.headline] == [f.name for f in result.module("queueing").findings]
+    assert [r.name for r in report.headline] == [f.name for f in result.module("queueing").findings if f.headline]
 
 
 def test_compare_aligns_numbers_by_definition_and_says_what_is_missing(lab: AnalysisResult,

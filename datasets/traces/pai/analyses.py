@@ -486,7 +486,8 @@ def _measured(ctx: TraceContext, result: ModuleResult) -> None:
         row = summary.filter(pl.col("measure") == "pai_machine_gpu_util").row(0, named=True)
         result.add_finding("pai_machine_gpu_util_p50", "median machine GPU utilisation while an instance ran",
                            row["p50_pct"], "%", "utilization.pai_machine_gpu_util",
-                           f"{row['values']:,} machine-metric rows, {row['above_100']:,} of them above 100")
+                           f"{row['values']:,} machine-metric rows, {row['above_100']:,} of them above 100",
+                           basis=row["values"])
     else:
         result.skip("PAI machine GPU utilisation", "pai_machine_metric is not ingested")
 
@@ -502,7 +503,7 @@ def _pai_instances(ctx: TraceContext, result: ModuleResult, instances: str, summ
     row = summary.filter(pl.col("measure") == "pai_instance_gpu_util").row(0, named=True)
     result.add_finding("pai_instance_gpu_util_p50", "median GPU utilisation of GPU instances",
                        row["p50_pct"], "%", "utilization.pai_instance_gpu_util",
-                       f"{row['values']:,} GPU instances with a sensor row")
+                       f"{row['values']:,} GPU instances with a sensor row", basis=row["values"])
 
 
 def _requests(ctx: TraceContext, result: ModuleResult) -> None:
@@ -521,10 +522,12 @@ def _requests(ctx: TraceContext, result: ModuleResult) -> None:
         if row["resource"] in ("gpu", "cpu"):
             result.add_finding(
                 f"{row['resource']}_over_request_share", f"share of tasks using less {label} than they request",
-                row["over_requesting_share"], "fraction", "utilization.pai_task_over_request", population)
+                row["over_requesting_share"], "fraction", "utilization.pai_task_over_request", population,
+                basis=row["tasks"])
         if row["resource"] == "gpu":
             result.add_finding("gpu_usage_ratio_p50", "median share of its GPU request a task uses",
-                               row["p50_usage_ratio"], "fraction", "utilization.pai_task_usage_ratio", population)
+                               row["p50_usage_ratio"], "fraction", "utilization.pai_task_usage_ratio", population,
+                               basis=row["tasks"])
 
 
 def _analyze_colocation(ctx: TraceContext, result: ModuleResult) -> None:
@@ -585,12 +588,14 @@ def _analyze_gpu_memory(ctx: TraceContext, result: ModuleResult) -> None:
         return
     population = f"{overall['instances_sized'][0]:,} GPU instances with a peak GPU memory on a sized GPU"
     result.add_finding("gpu_memory_peak_share_p50", "median peak GPU memory, share of device memory",
-                       overall["p50_peak_share"][0], "fraction", "sharing.gpu_memory.used_share", population)
+                       overall["p50_peak_share"][0], "fraction", "sharing.gpu_memory.used_share", population,
+                       basis=overall["instances_sized"][0])
     result.add_finding("sharing_instances_over_requested_memory",
                        "share of GPU-sharing instances above their memory share",
                        overall["sharing_over_requested_share"][0], "fraction",
                        "sharing.gpu_memory.over_requested_share",
-                       f"{overall['sharing_instances'][0]:,} GPU-sharing instances on a sized GPU")
+                       f"{overall['sharing_instances'][0]:,} GPU-sharing instances on a sized GPU",
+                       basis=overall["sharing_instances"][0])
 
 
 def _queue_definitions(ctx: TraceContext, result: ModuleResult) -> None:
@@ -600,7 +605,8 @@ def _queue_definitions(ctx: TraceContext, result: ModuleResult) -> None:
     if task.height:
         result.add_finding("task_queue_delay_p50", "median delay from PAI task start to its first instance",
                            task["p50_s"][0], "s", PAI_TASK,
-                           f"{task['rows_with_value'][0]:,} tasks with a started instance")
+                           f"{task['rows_with_value'][0]:,} tasks with a started instance",
+                           basis=task["rows_with_value"][0])
     else:
         result.skip(f"PAI task-to-first-instance delay ({PAI_TASK})",
                     "the catalog lacks pai_task_table or pai_instance_table")

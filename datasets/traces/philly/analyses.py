@@ -156,7 +156,8 @@ def _measured(ctx: TraceContext, result: ModuleResult) -> None:
                ("utilization.philly_gpu_minute_util",), "a probability of the CDF over GPU-minutes")
     row = summary.filter(pl.col("measure") == "philly_gpu_minute_util").row(0, named=True)
     result.add_finding("philly_gpu_minute_util_p50", "median measured GPU utilisation over GPU-minutes",
-                       row["p50_pct"], "%", "utilization.philly_gpu_minute_util", f"{row['values']:,} GPU-minutes")
+                       row["p50_pct"], "%", "utilization.philly_gpu_minute_util", f"{row['values']:,} GPU-minutes",
+                       basis=row["values"])
     _philly_jobs(ctx, result)
 
 
@@ -177,7 +178,8 @@ def _philly_jobs(ctx: TraceContext, result: ModuleResult) -> None:
     if median.len():
         result.add_finding(
             "philly_job_gpu_util_p50", "median of jobs' mean measured GPU utilisation", median.item(), "%",
-            "utilization.philly_job_gpu_util", f"{jobs.height:,} jobs with GPU-minutes in the log")
+            "utilization.philly_job_gpu_util", f"{jobs.height:,} jobs with GPU-minutes in the log",
+            basis=jobs.height)
 
 
 PARTS: tuple[TracePart, ...] = (
