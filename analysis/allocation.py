@@ -492,6 +492,12 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
             result.add_finding("allocated_share_peak", "peak allocated GPUs as a share of capacity", row["peak_share"],
                                "fraction", "utilization.allocated_share_of_capacity", population,
                                held("peak_share", "fraction"), basis=started["jobs"])
+    if source:
+        bins = series.filter(pl.col("peak_share").is_not_null())
+        result.add_check("allocation_above_capacity", f"more GPUs allocated than capacity.{source} gives (the "
+                         "trace's jobs hold more GPUs than it documents)", bins.filter(pl.col("peak_share") > 1).height,
+                         bins.height, f"time bins of {step} s with a capacity",
+                         ("allocated_share_mean", "allocated_share_peak"))
 
 
 def _source_row(table: pl.DataFrame, source: str | None) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ written result says exactly what each number means. Units are in column names (`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +74,8 @@ class Finding:
     population: str
     alternative: str = ""
     basis: int | None = None
+    #: Set when the number is computed over values outside their sane bounds (`SanityCheck`).
+    warning: str = ""
 
     @property
     def headline(self) -> bool:
@@ -84,6 +87,28 @@ class Finding:
 
     def __post_init__(self) -> None:
         get_definition(self.definition)
+
+
+@dataclass
+class SanityCheck:
+    """A bound the numbers of a module should keep, and how many values break it: `flagged` of
+    `of` (jobs, time bins, measured values: `unit`). A broken bound is no error (the values are the
+    trace's own and are kept) but a warning on every finding computed over them (`affects`)."""
+
+    name: str
+    text: str
+    flagged: int
+    of: int
+    unit: str
+    affects: tuple[str, ...] = ()
+
+    @property
+    def share(self) -> float | None:
+        return self.flagged / self.of if self.of else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "text": self.text, "flagged": self.flagged, "of": self.of, "unit": self.unit,
+                "share": self.share, "affects": list(self.affects)}
 
 
 @dataclass
@@ -107,6 +132,7 @@ class ModuleResult:
     findings: list[Finding] = field(default_factory=list)
     not_applicable: list[NotApplicable] = field(default_factory=list)
     specific: dict[str, str] = field(default_factory=dict)
+    checks: list[SanityCheck] = field(default_factory=list)
 
     def add(self, name: str, frame: pl.DataFrame, definitions: tuple[str, ...] | list[str], row: str) -> pl.DataFrame:
         """Add a result table; returns `frame` for further use."""
@@ -117,6 +143,18 @@ class ModuleResult:
                     population: str, alternative: str = "", basis: int | None = None) -> None:
         """Add a finding; `basis`: how many records a quantile or share rests on (see `Finding`)."""
         self.findings.append(Finding(name, text, value, unit, definition, population, alternative, basis))
+
+    def add_check(self, name: str, text: str, flagged: int, of: int, unit: str, affects: Sequence[str] = ()) -> None:
+        """Record a sanity bound and how many values break it (see `apply_checks`)."""
+        self.checks.append(SanityCheck(name, text, int(flagged or 0), int(of or 0), unit, tuple(affects)))
+
+    def apply_checks(self) -> None:
+        """Give every finding computed over values that break a bound that bound's warning
+        (`Finding.warning`); run once the module has added its findings and checks."""
+        for finding in self.findings:
+            notes = [f"{c.flagged:,} of {c.of:,} {c.unit}: {c.text}" for c in self.checks
+                     if c.flagged and finding.name in c.affects]
+            finding.warning = "; ".join(notes)
 
     def skip(self, what: str, why: str) -> None:
         """Record that `what` does not apply to this trace, and why."""
@@ -169,6 +207,7 @@ class AnalysisResult:
                                for t in m.tables},
                     "not_applicable": [n.__dict__ for n in m.not_applicable],
                     "trace_specific": dict(m.specific),
+                    "checks": [c.to_dict() for c in m.checks],
                 }
                 for m in self.modules
             },

@@ -24,6 +24,8 @@ def counts(ctx: TraceContext) -> dict[str, float | int | None]:
                count(queue_s) AS queued_jobs,
                quantile_cont(run_s, 0.5) AS run_p50_s, quantile_cont(run_s, 0.9) AS run_p90_s,
                count(run_s) AS timed_jobs,
+               count(*) FILTER (WHERE queue_s < 0) AS negative_queue_jobs,
+               count(*) FILTER (WHERE run_s < 0) AS negative_run_jobs,
                sum({GPU_HOURS_SQL}) AS gpu_hours
         FROM {ctx.jobs}""")
 
@@ -44,6 +46,21 @@ def gpu_request_mix(ctx: TraceContext) -> pl.DataFrame:
                count(*) / sum(count(*)) OVER () AS job_share,
                sum({GPU_HOURS_SQL}) AS gpu_hours
         FROM {ctx.jobs} GROUP BY 1"""))
+
+
+def add_time_checks(result: ModuleResult, negative_queue: int, queued: int, negative_run: int | None = None,
+                    timed: int | None = None, queue_findings: tuple[str, ...] = (),
+                    run_findings: tuple[str, ...] = ()) -> None:
+    """The sanity bounds of the canonical times: no queueing delay and (when `timed` is given) no
+    run time below zero."""
+    result.add_check("negative_queueing_delay", "queueing delay below zero (the start is before the submission); "
+                     "kept in the quantiles as the trace gives it", negative_queue, queued,
+                     "jobs with a queueing delay", queue_findings)
+    if timed is None:
+        return
+    result.add_check("negative_run_time", "run time below zero (the end is before the start); kept in the "
+                     "run-time quantiles, no GPUs held and no GPU-time", negative_run, timed,
+                     "jobs with a run time", run_findings)
 
 
 def analyze(ctx: TraceContext) -> ModuleResult:
@@ -70,6 +87,9 @@ def analyze(ctx: TraceContext) -> ModuleResult:
                        basis=c["timed_jobs"])
     result.add_finding("run_time_p90", "90th-percentile run time", c["run_p90_s"], "s",
                        "runtime.first_start_to_last_end", timed, basis=c["timed_jobs"])
+    add_time_checks(result, c["negative_queue_jobs"], c["queued_jobs"], c["negative_run_jobs"], c["timed_jobs"],
+                    queue_findings=("queue_delay_p50", "queue_delay_p90"),
+                    run_findings=("run_time_p50", "run_time_p90"))
     result.add("state_mix", state_mix(ctx), ("state.canonical", "gpu_time.request_x_runtime"),
                "a canonical final state")
     result.add("gpu_request_mix", gpu_request_mix(ctx), ("gpu_request.bucket", "gpu_time.request_x_runtime"),

@@ -20,6 +20,7 @@ from ddlx.analysis.capacity import capacity_sources, gpu_capacity_sql
 from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.overview import add_time_checks
 from ddlx.analysis.sql import (
     CDF_PROBABILITIES,
     GPU_BUCKET_SQL,
@@ -278,6 +279,7 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     top_vcs = int(ctx.options.get("top_vcs", DEFAULT_TOP_VCS))
     c = ctx.one_row(f"""
         SELECT count(*) AS jobs, count(queue_s) AS queued, count(*) FILTER (WHERE start_time IS NULL) AS never,
+               count(*) FILTER (WHERE queue_s < 0) AS negative_queue,
                count(vc) AS with_vc, count(gpu_type) FILTER (WHERE num_gpus > 0) AS with_type
         FROM {ctx.jobs}""")
     if not c["queued"]:
@@ -338,6 +340,8 @@ def analyze(ctx: TraceContext) -> ModuleResult:
                     ("other readings of the queueing delay", "the trace records no tasks with their instances"))
 
     _findings(result, c, started, bucket_summary, over, shares, load)
+    add_time_checks(result, c["negative_queue"], c["queued"],
+                    queue_findings=tuple(f.name for f in result.findings if f.name != "never_started_share"))
     return result
 
 

@@ -40,5 +40,7 @@ def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
         for name in names:
             if progress:
                 progress(f"{trace}: {name}")
-            result.modules.append(load(name).analyze(ctx))
+            module = load(name).analyze(ctx)
+            module.apply_checks()
+            result.modules.append(module)
         return result

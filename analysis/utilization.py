@@ -70,6 +70,10 @@ def add_measured_summary(result: ModuleResult, frames: list[pl.DataFrame]) -> pl
     """Add the `measured_gpu_util` table, one row per measured series of the trace (rows of
     `series_summary_sql`), to `result`; returns it."""
     summary = pl.concat(frames, how="vertical_relaxed")
+    for row in summary.to_dicts():
+        result.add_check(f"{row['measure']}_above_100", "measured utilisation above 100 % (kept as the trace "
+                         "gives it)", row["above_100"], row["values"], f"values ({row['row']})",
+                         (f"{row['measure']}_p50",))
     return result.add("measured_gpu_util", summary, [f"utilization.{m}" for m in summary["measure"]],
                       "one measured-utilisation series of the trace")
 

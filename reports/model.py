@@ -134,6 +134,8 @@ class Cell:
     alternative: str = ""
     #: Set when the value rests on fewer records than a headline needs (`Finding.headline`).
     small_sample: str = ""
+    #: Set when the value is computed over values that break a sanity bound (`Finding.warning`).
+    warning: str = ""
 
 
 @dataclass
@@ -185,6 +187,20 @@ class QualityCheck:
 
 
 @dataclass
+class BoundCheck:
+    """A sanity bound an analysis module checked on one trace: `flagged` of `of` values break it."""
+
+    trace: str
+    module: str
+    check: str
+    flagged: int
+    of: int
+    unit: str
+    share: float | None
+    affects: list[str]
+
+
+@dataclass
 class InputTable:
     trace: str
     table: str
@@ -206,6 +222,8 @@ class DataQuality:
     checks: list[QualityCheck]
     inputs: list[InputTable]
     figures: list[TraceFigure]
+    #: The sanity bounds the analysis modules checked (`analysis.model.SanityCheck`).
+    bounds: list[BoundCheck] = field(default_factory=list)
 
     @property
     def flagged(self) -> list[QualityCheck]:

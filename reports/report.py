@@ -18,6 +18,7 @@ from ddlx.analysis.definitions import get_definition
 from ddlx.analysis.model import AnalysisResult, ModuleResult, ResultTable
 from ddlx.reports.chart_specs import build_chart, chart_specs, module_result, table_source
 from ddlx.reports.model import (
+    BoundCheck,
     Cell,
     Column,
     DataQuality,
@@ -165,7 +166,7 @@ def aligned_numbers(module: str, per_trace: Mapping[str, ModuleResult | None]) -
                 value = plain(finding.value)
                 small = "" if finding.headline else f"only {finding.basis:,}: a small sample, not a headline"
                 row.cells.append(Cell(trace, value, display_with_unit(value, finding.unit), finding.population,
-                                      alternative=finding.alternative, small_sample=small))
+                                      alternative=finding.alternative, small_sample=small, warning=finding.warning))
             elif result is None:
                 row.cells.append(Cell(trace, None, "-", missing=f"the {module} module was not run on {trace}"))
             else:
@@ -236,4 +237,6 @@ def _data_quality(inputs: Sequence[TraceInput]) -> DataQuality:
         for figure in provenance.get("figures") or []:
             figures.append(TraceFigure(trace, str(figure.get("table")), str(figure.get("figure")),
                                        plain(figure.get("value")), str(figure.get("unit") or "")))
-    return DataQuality(checks, tables, figures)
+    bounds = [BoundCheck(item.result.trace, m.module, c.text, c.flagged, c.of, c.unit, plain(c.share), list(c.affects))
+              for item in inputs for m in item.result.modules for c in m.checks]
+    return DataQuality(checks, tables, figures, bounds)

@@ -28,6 +28,7 @@ from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
 from ddlx.datasets.traces.philly import analyses as philly_analyses
 from ddlx.errors import DdlxError
+from ddlx.reports.report import build_report
 from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
 from tests.test_philly_ingest import GPU_HEADER, write_philly_release
 
@@ -526,3 +527,34 @@ def test_a_job_that_ends_before_it_starts_holds_no_gpus_and_adds_no_gpu_time(tmp
     assert mix == {"1": pytest.approx(100 / 3600), "(1,2]": pytest.approx(200 / 3600), "(2,4]": 0}
     found = {f.name: f.value for f in result.module("utilization").findings}
     assert (found["allocated_gpus_mean"], found["allocated_gpus_peak"]) == (pytest.approx(0.75), 2.0)
+
+
+def test_broken_bounds_are_checks_and_warn_the_numbers_over_them(tmp_path: Path, philly_home: Path) -> None:
+    """Values outside their sane bounds are kept, counted as checks of their module, and every
+    finding computed over them carries the warning; the report lists the checks among its data
+    quality. j2 ends (150 s) before it starts (200 s); j4 starts (40 s) before its submission (50 s)."""
+    (tmp_path / "neg.csv").write_text("id,submit,start,end,gpus\nj1,0,0,100,2\nj2,0,200,150,4\n"
+                                      "j3,0,300,400,1\nj4,50,40,90,1\n")
+    import_dataset("neg", tmp_path / "neg.csv", tmp_path / "home",
+                   mapping="job_id=id,submit=submit,start=start,end=end,gpus=gpus")
+    result = run_analysis(tmp_path / "home", "neg", ["overview", "queueing"])
+    overview = result.module("overview")
+    checks = {c.name: (c.flagged, c.of) for c in overview.checks}
+    assert checks == {"negative_queueing_delay": (1, 4), "negative_run_time": (1, 4)}
+    assert overview.finding("queue_delay_p50").warning.startswith("1 of 4 jobs with a queueing delay: queueing delay")
+    assert overview.finding("run_time_p90").warning.startswith("1 of 4 jobs with a run time: run time below zero")
+    assert overview.finding("jobs").warning == ""
+    queueing = result.module("queueing")
+    assert {c.name: c.flagged for c in queueing.checks} == {"negative_queueing_delay": 1}
+    assert queueing.finding("never_started_share").warning == "" and queueing.finding("wait_share_p50").warning
+    summary = result.to_dict()["modules"]["overview"]
+    assert summary["checks"][0]["flagged"] == 1 and summary["findings"][0]["warning"] == ""
+    bounds = build_report(result).data_quality.bounds
+    assert [(b.module, b.flagged, b.of) for b in bounds if b.flagged] == [
+        ("overview", 1, 4), ("overview", 1, 4), ("queueing", 1, 4)]
+    # Measured utilisation above 100 %: one GPU-minute of the Philly fixture reads 101.
+    util = analyze(philly_home, "philly")
+    check = next(c for c in util.checks if c.name == "philly_gpu_minute_util_above_100")
+    assert (check.flagged, check.of) == (1, len(_philly_values()))  # 101 at 12:02, of 43 GPU-minutes
+    assert util.finding("philly_gpu_minute_util_p50").warning.endswith("measured utilisation above 100 % "
+                                                                          "(kept as the trace gives it)")
