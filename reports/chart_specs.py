@@ -73,7 +73,7 @@ class ChartSpec:
     x_percent: bool = False
     y_percent: bool = False
     x_scale: float = 1.0
-    max_series: int = 10
+    max_series: int = 6
     rank_by: str | None = None
     key: str = ""
     note: str = ""
@@ -110,11 +110,11 @@ CHART_SPECS: tuple[ChartSpec, ...] = (
     ChartSpec("utilization", "allocation_by_gpu_type", "time", "Allocated GPUs over time per GPU type",
               "time bin start (UTC)", "GPUs",
               (("mean_gpus", "allocated (time-weighted mean)"), ("capacity_gpus", "capacity")),
-              x=("bin_start",), group=("cluster", "gpu_type"), max_series=8),
+              x=("bin_start",), group=("cluster", "gpu_type"), max_series=6),
     ChartSpec("utilization", "allocation_by_vc", "time",
               "Allocated GPUs over time for the VCs with most GPUs allocated", "time bin start (UTC)",
               "GPUs (time-weighted mean)", (("mean_gpus", "allocated"),), x=("bin_start",),
-              group=("cluster", "vc"), max_series=8),
+              group=("cluster", "vc"), max_series=6),
     ChartSpec("utilization", "allocation_hour_of_week", "line",
               "Allocated GPUs by hour of the week (local time)", "hour of the week (0 = Monday 00:00)",
               "GPUs (time-weighted mean)", (("mean_gpus", "allocated"),), x=("hour_of_week",),
@@ -124,12 +124,12 @@ CHART_SPECS: tuple[ChartSpec, ...] = (
               "queueing delay (s, log scale)", "share of started jobs at or below x (%)",
               (("queue_s", "delay"),), group=("gpu_bucket",), x_log=True, y_percent=True),
     ChartSpec("queueing", "by_gpu_bucket", "bar", "Median queueing delay by GPUs requested", BUCKET_X,
-              "median queueing delay (s, log scale)", (("p50_s", "median"),), x=("gpu_bucket",),
-              y_log=True, compare_where=(), in_trace=False, key="compare"),
+              "median queueing delay (s)", (("p50_s", "median"),), x=("gpu_bucket",),
+              compare_where=(), in_trace=False, key="compare"),
     ChartSpec("queueing", "by_gpu_bucket", "bar", "Queueing delay quantiles by GPUs requested", BUCKET_X,
-              "queueing delay (s, log scale)", (("p50_s", "median"), ("p90_s", "90th percentile"),
-                                                ("p99_s", "99th percentile")),
-              x=("gpu_bucket",), y_log=True),
+              "queueing delay (s)", (("p50_s", "median"), ("p90_s", "90th percentile"),
+                                     ("p99_s", "99th percentile")),
+              x=("gpu_bucket",)),
     ChartSpec("queueing", "waits_over_thresholds", "line",
               "Share of started jobs waiting longer than a threshold", "threshold (s, log scale)",
               "share of started jobs (%)", (("share_of_started", "waited longer"),), x=("threshold_s",),
@@ -331,7 +331,10 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) ->
                 if by_measure:
                     colour_key += (column,)
                 colour = colour_keys.setdefault(colour_key, len(colour_keys))
-                series.append(Series(name=" · ".join(name_parts), trace=trace, x=xs, y=ys, rows=len(xs),
+                name = " · ".join(str(part) for part in name_parts)
+                if cdf and (count := _values_behind(group, column)) is not None:
+                    name += f" (n={count:,})"
+                series.append(Series(name=name, trace=trace, x=xs, y=ys, rows=len(xs),
                                      measure=column, dashed=(not bar and not by_measure and index > 0),
                                      colour=colour, legend_group=" · ".join(str(k) for k in colour_key)))
         if len(series) == drawn_before:
@@ -421,6 +424,20 @@ def _thinning_notes(series: Sequence[Series], spec: ChartSpec) -> list[str]:
             notes.append(f"Values at or below 0 cannot be drawn on the log {axis} axis (the table has them): "
                          + ", ".join(hidden) + ".")
     return notes
+
+
+#: Columns of a CDF table that count the values behind one distribution, in order of preference.
+COUNT_COLUMNS: tuple[str, ...] = ("jobs_with_value", "jobs", "instances", "tasks", "metric_rows", "gpu_minutes",
+                                  "rows", "finished_jobs")
+
+
+def _values_behind(group: pl.DataFrame, column: str) -> int | None:
+    """How many values the distribution of `column` in one group of a CDF table rests on (for its
+    legend): the Kaplan-Meier curve counts finished and censored jobs, others their count column."""
+    if column == "run_s_km" and {"finished_jobs", "censored_jobs"} <= set(group.columns):
+        return int(group["finished_jobs"][0] or 0) + int(group["censored_jobs"][0] or 0)
+    found = next((c for c in COUNT_COLUMNS if c in group.columns), None)
+    return None if found is None or group[found][0] is None else int(group[found][0])
 
 
 def _instant(value: Any) -> float:

@@ -50,9 +50,15 @@ BASE_LAYOUT: dict[str, Any] = {
     "yaxis": {"gridcolor": "#e6e6e6", "zeroline": False, "automargin": False, "ticklabeloverflow": "allow"},
 }
 
-#: Options of `Plotly.newPlot` for every chart: no link to plotly's cloud, no logo.
+#: Options of `Plotly.newPlot` for every chart: no link to plotly's cloud, no logo; the camera
+#: button downloads the chart as SVG (vector, for a paper).
 PLOT_CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True, "showLink": False,
-                               "modeBarButtonsToRemove": ["sendDataToCloud", "select2d", "lasso2d"]}
+                               "modeBarButtonsToRemove": ["sendDataToCloud", "select2d", "lasso2d"],
+                               "toImageButtonOptions": {"format": "svg", "scale": 1}}
+
+#: Line styles of the series of a line chart, with the colours: series stay apart in grey print
+#: and for readers who do not tell the colours apart.
+LINE_STYLES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 
 
 def thin_cdf(x: Sequence[Any], p: Sequence[Any], max_points: int = MAX_CDF_POINTS) -> tuple[list[Any], list[Any]]:
@@ -123,7 +129,8 @@ def figure(chart: "Chart") -> dict[str, Any]:
         if bar:
             traces.append(go.Bar(marker={"color": colour}, **common))
         else:
-            line = {"color": colour, "width": 1.8, "dash": "dash" if series.dashed else "solid"}
+            style = LINE_STYLES[(series.colour if series.colour is not None else index) % len(LINE_STYLES)]
+            line = {"color": colour, "width": 1.8, "dash": "dash" if series.dashed else style}
             if chart.kind == "cdf":
                 line["shape"] = "hv"
             mode = "lines+markers" if series.rows <= 30 and chart.kind != "time" else "lines"
@@ -143,10 +150,11 @@ def figure(chart: "Chart") -> dict[str, Any]:
             margin_bottom = 56 + int(6.5 * longest)
     if chart.y_log:
         y_axis["type"] = "log"
+    # Percent ticks with as many decimals as they need ("~"), so no two ticks read the same.
     if chart.y_percent:
-        y_axis.update(tickformat=".0%", hoverformat=".2%")
+        y_axis.update(tickformat=".3~%", hoverformat=".2%")
     if chart.x_percent:
-        x_axis.update(tickformat=".0%", hoverformat=".2%")
+        x_axis.update(tickformat=".3~%", hoverformat=".2%")
     layout: dict[str, Any] = {"xaxis": x_axis, "yaxis": y_axis, "showlegend": len(chart.series) > 1,
                               "height": 380 if len(chart.series) <= 8 else 440}
     if margin_bottom:

@@ -43,3 +43,10 @@ def test_every_chart_spec_names_a_produced_table(produced: dict[str, set[tuple[s
 def test_chart_keys_are_unique() -> None:
     keys = [spec.chart_key for spec in chart_specs()]
     assert len(keys) == len(set(keys))
+
+
+def test_no_bar_sits_on_a_log_axis_and_no_panel_draws_more_than_six_series() -> None:
+    """A bar's length means nothing on a log axis; more than six series in one panel cannot be
+    told apart in print."""
+    assert not [s.chart_key for s in chart_specs() if s.kind in ("bar", "stack") and (s.x_log or s.y_log)]
+    assert not [s.chart_key for s in chart_specs() if s.max_series > 6]

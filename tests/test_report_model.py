@@ -331,3 +331,24 @@ def test_offset_times_are_drawn_as_days_since_the_start(tmp_path: Path) -> None:
     assert xs[0] == 0 and all(x * 24 == pytest.approx(round(x * 24)) for x in xs) and max(xs) >= 1
     assert charts["chart-time-patterns-submissions-per-day"].series[0].x == [0.0, 1.0]
     assert any("offsets from an undisclosed start" in n for n in allocation.notes)
+
+
+def test_charts_fit_for_a_paper(lab: AnalysisResult) -> None:
+    """Every CDF legend says how many values its curve rests on; bars never sit on a log axis;
+    series differ in line style as well as colour; percent ticks never repeat; the camera button
+    of every chart saves SVG."""
+    report = build_report(lab)
+    drawn = [c for s in report.sections for c in s.charts]
+    cdf = next(c for c in drawn if c.id == "chart-queueing-cdf-by-gpu-bucket")
+    table = lab.module("queueing").table("cdf_by_gpu_bucket")
+    for series in cdf.series:
+        bucket = series.name.split(" (n=")[0]
+        count = table.filter(pl.col("gpu_bucket") == bucket)["jobs_with_value"][0]
+        assert series.name == f"{bucket} (n={count:,})"
+    assert all(not (c.kind in ("bar", "stack") and (c.x_log or c.y_log)) for c in drawn)
+    assert all(len(c.series) <= 6 or c.kind in ("bar", "stack") for c in drawn)
+    figure = charts.figure(cdf)
+    styles = [trace["line"]["dash"] for trace in figure["data"]]
+    assert len(set(styles)) == len(styles) > 1
+    assert figure["layout"]["yaxis"]["tickformat"] == ".3~%"
+    assert charts.PLOT_CONFIG["toImageButtonOptions"]["format"] == "svg"

@@ -642,7 +642,7 @@ CHARTS: tuple[ChartSpec, ...] = (
     ChartSpec("sharing", "colocation_distribution", "line",
               "Instances running at once on a machine (share of machine-time)", "instances running at once",
               "share of machine-time (%)", (("machine_time_share", "machine-time"),), x=("running_instances",),
-              group=("machine_gpu_type",), y_percent=True, max_series=8),
+              group=("machine_gpu_type",), y_percent=True, max_series=6),
     ChartSpec("sharing", "machine_num_worker_cdf", "cdf", "Workers on the machine, PAI machine metric (CDF)",
               "workers on the machine", "share of rows at or below x (%)", (("value", "rows"),), y_percent=True),
     ChartSpec("sharing", "gpu_memory_cdf", "cdf", "Peak GPU memory used, share of the device memory (CDF)",
