@@ -63,7 +63,9 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "utilization.allocated_gpus_binned", "Allocated GPUs per time bin", "GPUs",
         "The observation window runs from the earliest submission or start of any job of the trace "
-        "to the trace end (its latest submission, start or end). Bins are [k * resolution_s, "
+        "to the trace end (its latest submission, start or end); with the option window = active, "
+        "it is the active window instead: from the 0.5th to the 99.5th percentile of the submission "
+        "times, the span holding 99 % of the submissions. Bins are [k * resolution_s, "
         "(k+1) * resolution_s) of Unix time (aligned on the epoch, UTC), cut to the window "
         "(covered_s: seconds of the bin inside it). mean_gpus is the exact time-weighted mean of "
         "utilization.allocated_gpus over the covered part (the integral of the step function in "
@@ -120,10 +122,39 @@ def trace_start_sql(ctx: TraceContext) -> str:
     return f"(SELECT min(least(submit_time, start_time)) FROM {ctx.jobs})"
 
 
-def observation_window(ctx: TraceContext) -> Window | None:
-    """The observation window of the trace; None when no job has a time."""
+#: Share of submissions the active window holds: it runs from the (1 - ACTIVE_SHARE) / 2 quantile
+#: of the submission times to the (1 + ACTIVE_SHARE) / 2 quantile.
+ACTIVE_SHARE = 0.99
+
+#: The analysis options naming the window allocation figures are taken over (`window` option).
+WINDOWS: tuple[str, ...] = ("trace", "active")
+
+
+def trace_window(ctx: TraceContext) -> Window | None:
+    """The whole trace: from its first instant to its end; None when no job has a time."""
     row = ctx.one_row(f"SELECT epoch({trace_start_sql(ctx)}) AS lo, epoch({trace_end_sql(ctx)}) AS hi")
     return None if row["lo"] is None or row["hi"] is None else Window(float(row["lo"]), float(row["hi"]))
+
+
+def active_window(ctx: TraceContext) -> Window | None:
+    """The active window: the span of submission times holding `ACTIVE_SHARE` of the submissions,
+    from the 0.5th to the 99.5th percentile (discrete: both ends are real submissions); None when
+    the trace has fewer than two distinct submission times."""
+    low, high = (1 - ACTIVE_SHARE) / 2, (1 + ACTIVE_SHARE) / 2
+    row = ctx.one_row(f"""SELECT quantile_disc(epoch(submit_time), {low!r}) AS lo,
+                                 quantile_disc(epoch(submit_time), {high!r}) AS hi FROM {ctx.jobs}""")
+    if row["lo"] is None or row["hi"] is None or row["hi"] <= row["lo"]:
+        return None
+    return Window(float(row["lo"]), float(row["hi"]))
+
+
+def observation_window(ctx: TraceContext) -> Window | None:
+    """The window allocation figures are taken over: the whole trace, or with the option
+    `window` = `active` its active window; None when no job has a time."""
+    choice = ctx.options.get("window", "trace")
+    if choice not in WINDOWS:
+        raise DdlxError(f"window must be one of {', '.join(WINDOWS)}, not {choice!r}")
+    return active_window(ctx) if choice == "active" else trace_window(ctx)
 
 
 def _select_groups(groups: Sequence[str], alias: str = "") -> str:
@@ -146,14 +177,17 @@ def integrable_steps_sql(ctx: TraceContext, groups: Sequence[str], window: Windo
     with one ASOF join, never by sampling. Built on `allocation_events_sql`. The running sums are
     exact (DECIMAL: GPUs to 1e-6, like `allocation_steps_sql`, and GPU-seconds to 1e-6), so sums of
     fractional requests return to exact values; DECIMAL sums are also faster than DOUBLE ones here.
+    Changes before the window start count at the start (a window inside the trace begins with
+    what was allocated then), so the integral covers the window only.
     """
     partition = f"PARTITION BY {', '.join(groups)} " if groups else ""
+    lo = _double(window.lo)
     return f"""
     SELECT {_select_groups(groups)}ts, x,
            CAST(sum(delta) OVER w AS DOUBLE) AS gpus, CAST(sum(delta_x) OVER w AS DOUBLE) AS moment
     FROM (SELECT {_select_groups(groups)}ts, x, CAST(delta AS DECIMAL(18, 6)) AS delta,
                  CAST(delta * x AS DECIMAL(38, 6)) AS delta_x
-          FROM (SELECT {_select_groups(groups)}epoch(t) AS ts, epoch(t) - {_double(window.lo)} AS x,
+          FROM (SELECT {_select_groups(groups)}greatest(epoch(t), {lo}) AS ts, greatest(epoch(t), {lo}) - {lo} AS x,
                        sum(delta_gpus) AS delta
                 FROM {allocation_events_sql(ctx, groups)} GROUP BY ALL))
     WINDOW w AS ({partition}ORDER BY x ROWS UNBOUNDED PRECEDING)"""
@@ -437,6 +471,9 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
         result.skip("allocated GPUs over time", "no GPU job of the trace has started")
         return
 
+    over = ("over the whole trace" if ctx.options.get("window", "trace") == "trace" else
+            f"over the active window ({(window.hi - window.lo) / 86400:,.1f} days holding {ACTIVE_SHARE:.0%} of "
+            "the submissions)")
     dimensions = [d for d in ("vc", "gpu_type") if started[d]]
     clusters = ctx.one_row(f"SELECT count(DISTINCT cluster) AS n FROM {ctx.jobs}")["n"]
     with materialized_steps(ctx, ("cluster",), window) as steps:
@@ -462,21 +499,22 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
         table = pl.concat([whole.with_columns(pl.lit(None, pl.String).alias("cluster")).select(per_cluster.columns),
                            per_cluster], how="vertical_relaxed")
     result.add("allocation_vs_capacity", table, base + share + cap_defs,
-               "one cluster (NULL: all clusters together) against one capacity source, over the whole trace")
+               f"one cluster (NULL: all clusters together) against one capacity source, {over}")
 
     row = _source_row(whole, source)
     if row is not None:
         scope = "all clusters" if clusters > 1 else "the cluster"
         held = _held_open(ctx, window, source)
         result.add_finding("allocated_gpus_mean", "mean allocated GPUs", row["mean_gpus"], "GPUs",
-                           "utilization.allocated_gpus_binned", f"{scope}, over the whole trace",
+                           "utilization.allocated_gpus_binned", f"{scope}, {over}",
                            held("mean_gpus", "GPUs"), basis=started["jobs"])
         result.add_finding("allocated_gpus_peak", "peak allocated GPUs", row["peak_gpus"], "GPUs",
-                           "utilization.allocated_gpus_binned", f"{scope}, over the whole trace",
+                           "utilization.allocated_gpus_binned", f"{scope}, {over}",
                            held("peak_gpus", "GPUs"), basis=started["jobs"])
         if ctx.holds_open("job"):
             result.add_finding("allocated_gpus_at_end", "GPUs still allocated at the trace end (jobs without an end)",
-                               row["end_gpus"], "GPUs", "utilization.allocated_gpus", f"{scope}, at the trace end")
+                               row["end_gpus"], "GPUs", "utilization.allocated_gpus",
+                               f"{scope}, at the end of the {'trace' if over.endswith('trace') else 'active window'}")
         else:
             open_jobs = ctx.one_row(f"""SELECT count(*) AS jobs, coalesce(sum(num_gpus), 0) AS gpus FROM {ctx.jobs}
                                         WHERE start_time IS NOT NULL AND end_time IS NULL AND num_gpus > 0""")
@@ -492,12 +530,29 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
             result.add_finding("allocated_share_peak", "peak allocated GPUs as a share of capacity", row["peak_share"],
                                "fraction", "utilization.allocated_share_of_capacity", population,
                                held("peak_share", "fraction"), basis=started["jobs"])
+    _window_check(ctx, result, window)
     if source:
         bins = series.filter(pl.col("peak_share").is_not_null())
         result.add_check("allocation_above_capacity", f"more GPUs allocated than capacity.{source} gives (the "
                          "trace's jobs hold more GPUs than it documents)", bins.filter(pl.col("peak_share") > 1).height,
                          bins.height, f"time bins of {step} s with a capacity",
                          ("allocated_share_mean", "allocated_share_peak"))
+
+
+def _window_check(ctx: TraceContext, result: ModuleResult, window: Window) -> None:
+    """The bound "the trace is not nearly empty over most of the window": broken when the active
+    window covers less than half of the window the figures are taken over, so that their
+    time-weighted means are diluted by empty time (the `window` option `active` restricts them)."""
+    active = active_window(ctx)
+    if active is None or window.hi <= window.lo:
+        return
+    covered = (min(active.hi, window.hi) - max(active.lo, window.lo)) / (window.hi - window.lo)
+    days = (window.hi - window.lo) / 86400
+    result.add_check("nearly_empty_window", f"the active window (the span holding {ACTIVE_SHARE:.0%} of the "
+                     f"submissions) covers {covered:.0%} of the {days:,.1f}-day window the allocation is taken "
+                     "over, so its means are diluted; ddlx analyze --window active restricts them to it",
+                     int(covered < 0.5), 1, "observation windows",
+                     ("allocated_gpus_mean", "allocated_share_mean"))
 
 
 def _source_row(table: pl.DataFrame, source: str | None) -> dict[str, Any] | None:

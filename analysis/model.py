@@ -182,6 +182,8 @@ class AnalysisResult:
     provenance: dict[str, Any]
     modules: list[ModuleResult] = field(default_factory=list)
     wall_clock: bool = True
+    #: The settings the modules ran with (e.g. `resolution_s`, `window`).
+    options: dict[str, Any] = field(default_factory=dict)
 
     def module(self, name: str) -> ModuleResult:
         return next(m for m in self.modules if m.module == name)
@@ -197,6 +199,7 @@ class AnalysisResult:
             "trace": self.trace,
             "synthetic": self.synthetic,
             "wall_clock": self.wall_clock,
+            "options": dict(self.options),
             "provenance": self.provenance,
             "modules": {
                 m.module: {

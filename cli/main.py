@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ddlx.cli.options import TRACE_NAMES, DataHome, Modules, Resolution, UseSample
+from ddlx.cli.options import TRACE_NAMES, DataHome, Modules, Resolution, UseSample, Window
 from ddlx.cli.options import analysis_options as _options
 from ddlx.cli.options import data_home as _home
 from ddlx.cli.options import module_names as _module_names
@@ -262,8 +262,8 @@ def _analyze_trace_command(trace: TraceInfo) -> Callable[..., None]:
     """The command `ddlx analyze <trace>-trace` of one registered trace."""
 
     def command(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
-                resolution: Resolution = None, data_home: DataHome = None) -> None:
-        _analyze(trace.name, out, synthetic, module, resolution, data_home)
+                resolution: Resolution = None, window: Window = None, data_home: DataHome = None) -> None:
+        _analyze(trace.name, out, synthetic, module, _options(resolution, window), data_home)
 
     command.__doc__ = f"Characterize the {trace.title} (the ingested one, else a SYNTHETIC sample)."
     command.__name__ = f"analyze_{trace.name.replace('-', '_')}_trace"
@@ -281,24 +281,25 @@ def analyze_dataset(
         "--out", help="Results folder (default: ./ddlx-results/<name>).", show_default=False)] = None,
     module: Modules = None,
     resolution: Resolution = None,
+    window: Window = None,
     data_home: DataHome = None,
 ) -> None:
     """Characterize any dataset of the catalog (an imported cluster log, or an ingested trace)."""
     from ddlx.analysis.runner import run_analysis
 
     result = run_analysis(_home(data_home), name, _module_names(module), progress=_say,
-                          options=_options(resolution))
+                          options=_options(resolution, window))
     _render(result, out if out is not None else Path("ddlx-results") / name)
 
 
 def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str] | None,
-             resolution: int | None, data_home: Path | None) -> None:
+             options: dict[str, Any], data_home: Path | None) -> None:
     from ddlx.analysis.runner import run_analysis
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
 
     modules = _module_names(module)
     home = home_with_jobs_or_sample(_home(data_home), trace, force_sample, progress=_say)
-    result = run_analysis(home, trace, modules, progress=_say, options=_options(resolution))
+    result = run_analysis(home, trace, modules, progress=_say, options=options)
     _render(result, out if out is not None else Path("ddlx-results") / f"{trace}-trace")
 
 

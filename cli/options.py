@@ -32,6 +32,9 @@ UseSample = Annotated[bool, typer.Option(
 Resolution = Annotated[Optional[int], typer.Option(
     "--resolution", help="Step of the utilisation time series, seconds (default 3600).", min=1,
     show_default=False)]
+Window = Annotated[Optional[str], typer.Option(
+    "--window", help="Window of the allocation figures: trace (the whole trace, default) or active (the span "
+                     "holding 99 % of the submissions).", show_default=False)]
 
 
 def say(message: str) -> None:
@@ -54,9 +57,14 @@ def module_names(module: list[str] | None) -> list[str]:
     return resolve_modules(names)
 
 
-def analysis_options(resolution: int | None) -> dict[str, Any]:
-    """The modules' options from `--resolution`."""
-    return {} if resolution is None else {"resolution_s": resolution}
+def analysis_options(resolution: int | None, window: str | None = None) -> dict[str, Any]:
+    """The modules' options from `--resolution` and `--window`."""
+    options: dict[str, Any] = {} if resolution is None else {"resolution_s": resolution}
+    if window is not None:
+        if window not in ("trace", "active"):
+            raise typer.BadParameter(f"expected trace or active, not {window!r}", param_hint="--window")
+        options["window"] = window
+    return options
 
 
 def jobs_source(trace: str | None, dataset: str | None, use_sample: bool,

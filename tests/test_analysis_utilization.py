@@ -558,3 +558,26 @@ def test_broken_bounds_are_checks_and_warn_the_numbers_over_them(tmp_path: Path,
     assert (check.flagged, check.of) == (1, len(_philly_values()))  # 101 at 12:02, of 43 GPU-minutes
     assert util.finding("philly_gpu_minute_util_p50").warning.endswith("measured utilisation above 100 % "
                                                                           "(kept as the trace gives it)")
+
+
+def test_the_active_window_restricts_allocation_and_a_nearly_empty_window_is_flagged(tmp_path: Path) -> None:
+    """Jobs of 1 GPU submitted at 0, 100 and 200 s run 0-50, 100-150 and 200-1000 s. The whole
+    trace (0-1000 s) has a mean of (50 + 50 + 800) / 1000 = 0.9 GPUs; its active window, the span of
+    the submissions (0-200 s: with three jobs the 0.5th and 99.5th percentiles are the first and
+    the last), covers 20 % of it, which the module flags. Over the active window the mean is
+    (50 + 50) / 200 = 0.5 GPUs."""
+    (tmp_path / "w.csv").write_text("id,submit,start,end,gpus\na,0,0,50,1\nb,100,100,150,1\nc,200,200,1000,1\n")
+    import_dataset("w", tmp_path / "w.csv", tmp_path / "home", origin="2024-01-01 00:00:00",
+                   mapping="job_id=id,submit=submit,start=start,end=end,gpus=gpus")
+    whole = analyze(tmp_path / "home", "w")
+    assert whole.finding("allocated_gpus_mean").value == pytest.approx(0.9)
+    check = next(c for c in whole.checks if c.name == "nearly_empty_window")
+    assert (check.flagged, check.of) == (1, 1) and "covers 20% of the 0.0-day window" in check.text
+    whole.apply_checks()
+    assert whole.finding("allocated_gpus_mean").warning.startswith("1 of 1 observation windows: the active window")
+    active = analyze(tmp_path / "home", "w", window="active")
+    assert active.finding("allocated_gpus_mean").value == pytest.approx(0.5)
+    assert "over the active window" in active.finding("allocated_gpus_mean").population
+    assert next(c for c in active.checks if c.name == "nearly_empty_window").flagged == 0
+    with pytest.raises(DdlxError, match="window must be one of trace, active"):
+        analyze(tmp_path / "home", "w", window="busy")

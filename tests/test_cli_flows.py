@@ -239,3 +239,19 @@ def test_status_lists_the_data_home_and_names_get_a_suggestion(cli, tmp_path: Pa
     assert_clean_failure(cli("analyze", "dataset", "labb", "--data-home", home), "did you mean 'lab'?")
     assert_clean_failure(cli("datasets", "ingest", "phily", "--from", tmp_path, "--data-home", home),
                          "did you mean 'philly'?", code=2)
+
+
+def test_window_option_reaches_the_results(cli, tmp_path: Path) -> None:
+    (tmp_path / "w.csv").write_text("id,submit,start,end,gpus\na,0,0,50,1\nb,100,100,150,1\nc,200,200,1000,1\n")
+    home = tmp_path / "home"
+    assert cli("datasets", "import", "w", "--from", tmp_path / "w.csv", "--data-home", home,
+               "--map", "job_id=id,submit=submit,start=start,end=end,gpus=gpus").code == 0
+    out = tmp_path / "out"
+    result = cli("analyze", "dataset", "w", "--window", "active", "-m", "utilization", "--out", out,
+                 "--data-home", home)
+    assert result.code == 0, result.err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["options"] == {"window": "active"}
+    assert "over the active window" in summary["modules"]["utilization"]["findings"][0]["population"]
+    bad = cli("analyze", "dataset", "w", "--window", "busy", "--data-home", home)
+    assert bad.code == 2 and "expected trace or active, not 'busy'" in bad.err and "Traceback" not in bad.err
