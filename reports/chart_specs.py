@@ -382,6 +382,8 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) ->
         notes=notes,
         x_log=spec.x_log,
         y_log=spec.y_log,
+        x_seconds=_in_seconds([c for c, _ in spec.measures] if cdf else list(spec.x)),
+        y_seconds=not cdf and _in_seconds([c for c, _ in spec.measures]),
         x_type="date" if spec.kind == "time" and not days else None,
         x_percent=spec.x_percent,
         y_percent=spec.y_percent,
@@ -429,6 +431,12 @@ def _thinning_notes(series: Sequence[Series], spec: ChartSpec) -> list[str]:
 #: Columns of a CDF table that count the values behind one distribution, in order of preference.
 COUNT_COLUMNS: tuple[str, ...] = ("jobs_with_value", "jobs", "instances", "tasks", "metric_rows", "gpu_minutes",
                                   "rows", "finished_jobs")
+
+
+def _in_seconds(columns: Sequence[str]) -> bool:
+    """True when every column holds seconds (its name ends in `_s`, the unit convention of the
+    result tables)."""
+    return bool(columns) and all(c.endswith("_s") or c == "run_s_km" for c in columns)
 
 
 def _values_behind(group: pl.DataFrame, column: str) -> int | None:

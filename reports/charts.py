@@ -56,6 +56,11 @@ PLOT_CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True, "showLi
                                "modeBarButtonsToRemove": ["sendDataToCloud", "select2d", "lasso2d"],
                                "toImageButtonOptions": {"format": "svg", "scale": 1}}
 
+#: Ticks of a log axis of seconds: durations a reader knows (1 s, 1 min, 1 h, 1 day, ...).
+DURATION_TICKS: tuple[tuple[float, str], ...] = (
+    (1, "1 s"), (10, "10 s"), (60, "1 min"), (600, "10 min"), (3600, "1 h"), (6 * 3600, "6 h"),
+    (86400, "1 day"), (7 * 86400, "1 week"), (30 * 86400, "30 days"), (365 * 86400, "1 year"))
+
 #: Line styles of the series of a line chart, with the colours: series stay apart in grey print
 #: and for readers who do not tell the colours apart.
 LINE_STYLES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -150,6 +155,9 @@ def figure(chart: "Chart") -> dict[str, Any]:
             margin_bottom = 56 + int(6.5 * longest)
     if chart.y_log:
         y_axis["type"] = "log"
+    for axis, log, seconds in ((x_axis, chart.x_log, chart.x_seconds), (y_axis, chart.y_log, chart.y_seconds)):
+        if log and seconds:
+            axis.update(tickvals=[v for v, _ in DURATION_TICKS], ticktext=[t for _, t in DURATION_TICKS])
     # Percent ticks with as many decimals as they need ("~"), so no two ticks read the same.
     if chart.y_percent:
         y_axis.update(tickformat=".3~%", hoverformat=".2%")

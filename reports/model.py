@@ -85,6 +85,9 @@ class Chart:
     y_log: bool = False
     x_type: str | None = None
     x_percent: bool = False
+    #: True when the axis holds seconds (durations): a log axis then ticks at 1 s, 1 min, 1 h, 1 day.
+    x_seconds: bool = False
+    y_seconds: bool = False
     y_percent: bool = False
     x_categories: list[Any] | None = None
 

@@ -351,4 +351,7 @@ def test_charts_fit_for_a_paper(lab: AnalysisResult) -> None:
     styles = [trace["line"]["dash"] for trace in figure["data"]]
     assert len(set(styles)) == len(styles) > 1
     assert figure["layout"]["yaxis"]["tickformat"] == ".3~%"
+    # Queueing delays in seconds on a log axis tick at durations a reader knows.
+    assert cdf.x_seconds and cdf.x_log
+    assert dict(zip(figure["layout"]["xaxis"]["tickvals"], figure["layout"]["xaxis"]["ticktext"]))[3600] == "1 h"
     assert charts.PLOT_CONFIG["toImageButtonOptions"]["format"] == "svg"
