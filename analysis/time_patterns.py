@@ -129,8 +129,7 @@ def analyze(ctx: TraceContext) -> ModuleResult:
         per_day = _jobs_per_trace_day(days)
         result.add_finding(
             "submissions_per_day_p50", "median jobs submitted per day", per_day["jobs"].median(), "jobs",
-            "time_patterns.submissions", f"{per_day.height:,} days from the first to the last submission",
-            basis=per_day.height)
+            "time_patterns.submissions", f"{per_day.height:,} days from the first to the last submission")
 
     counts = recurring_counts(ctx)
     if not counts["tagged_jobs"]:
