@@ -49,3 +49,24 @@ def compare(
     typer.echo(f"report: {path}")
     if banner:
         typer.echo(banner)
+
+
+@report_app.command("figures")
+def figures(
+    results: Annotated[Path, typer.Argument(
+        help="A results folder of ddlx analyze or ddlx report compare (it holds report.json).",
+        show_default=False)],
+    fmt: Annotated[str, typer.Option(
+        "--format", help="File format of the figures: svg, pdf or png.")] = "svg",
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="Folder for the figure files (default: RESULTS/figures).", show_default=False)] = None,
+) -> None:
+    """Write every chart of a report as a figure file (SVG, PDF or PNG) for a paper."""
+    from ddlx.reports.figures import FIGURE_FORMATS, write_figures
+
+    if fmt not in FIGURE_FORMATS:
+        raise typer.BadParameter(f"expected one of {', '.join(FIGURE_FORMATS)}, not {fmt!r}", param_hint="--format")
+    written = write_figures(results, fmt, out)
+    for path in written:
+        typer.echo(str(path))
+    typer.echo(f"{len(written)} figures ({fmt})")
