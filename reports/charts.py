@@ -163,7 +163,9 @@ def figure(chart: "Chart") -> dict[str, Any]:
         y_axis.update(tickformat=".3~%", hoverformat=".2%")
     if chart.x_percent:
         x_axis.update(tickformat=".3~%", hoverformat=".2%")
-    layout: dict[str, Any] = {"xaxis": x_axis, "yaxis": y_axis, "showlegend": len(chart.series) > 1,
+    # A CDF shows its legend even for one curve: the legend says how many values it rests on.
+    layout: dict[str, Any] = {"xaxis": x_axis, "yaxis": y_axis,
+                              "showlegend": len(chart.series) > 1 or chart.kind == "cdf",
                               "height": 380 if len(chart.series) <= 8 else 440}
     if margin_bottom:
         layout["margin"] = {**BASE_LAYOUT["margin"], "b": margin_bottom}

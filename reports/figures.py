@@ -10,6 +10,7 @@ each is written atomically, so a failed run leaves no half-written figure.
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,10 @@ from ddlx.reports.model import Chart, Series, Source
 #: The file formats `write_figures` writes.
 FIGURE_FORMATS: tuple[str, ...] = ("svg", "pdf", "png")
 
-#: Size of a written figure, pixels (PDF and SVG keep it as their page size).
+#: Size of a written figure's plot area with its axes, pixels (PDF and SVG keep it as their page size).
 FIGURE_SIZE = (720, 420)
+#: Characters of a title line on a figure (longer titles wrap).
+TITLE_WIDTH = 72
 
 
 class FiguresError(DdlxError):
@@ -79,11 +82,14 @@ def write_figures(results: Path, fmt: str = "svg", out: Path | None = None) -> l
         folder.mkdir(parents=True, exist_ok=True)
         for chart in charts:
             built = figure(chart)
-            # The title above the legend, which sits just above the plot.
-            margin = {**BASE_LAYOUT["margin"], **built["layout"].get("margin", {}), "t": 84}
+            # The title above the legend, which sits just above the plot; a long one on two lines.
+            lines = textwrap.wrap(chart.title, TITLE_WIDTH) or [""]
+            top = 60 + 24 * len(lines)
+            margin = {**BASE_LAYOUT["margin"], **built["layout"].get("margin", {}), "t": top}
             layout = {**BASE_LAYOUT, **built["layout"], "margin": margin, "width": FIGURE_SIZE[0],
-                      "height": FIGURE_SIZE[1] + 60,
-                      "title": {"text": chart.title, "x": 0.01, "xanchor": "left", "y": 0.98, "yanchor": "top"}}
+                      "height": FIGURE_SIZE[1] + top - 24,
+                      "title": {"text": "<br>".join(lines), "x": 0.01, "xanchor": "left", "y": 1,
+                                "yanchor": "top", "yref": "container", "pad": {"t": 12 + 10 * (len(lines) - 1)}}}
             try:
                 image = go.Figure(data=built["data"], layout=layout).to_image(format=fmt)
             except Exception as exc:  # the renderer's own errors: no browser, a browser that died
