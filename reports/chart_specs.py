@@ -272,9 +272,12 @@ def _axis_value(value: Any, scale: float) -> Any:
 
 # --- building charts --------------------------------------------------------------------------
 
-def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) -> tuple[Chart | None, str | None]:
+def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
+                panel: int = 1) -> tuple[Chart | None, str | None]:
     """The chart of `spec` over the traces of `inputs` that have its table; (None, note) when no
-    trace has values for it."""
+    trace has values for it. A one-trace chart with more groups than `spec.max_series` is split
+    into small multiples (`Chart.panels`, at most `MAX_PANELS`), the groups in order of rank;
+    `panel` picks one (1 = the largest groups)."""
     where = tuple(dict.fromkeys(spec.where + (spec.compare_where or ()))) if compare else spec.where
     cdf = spec.kind == "cdf"
     bar = spec.kind in ("bar", "stack")
@@ -285,6 +288,7 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) ->
     categories: list[Any] = []
     lacking: list[str] = []
     definitions: list[str] = []
+    panels = 1
     for item in inputs:
         trace = item.result.trace
         module = module_result(item.result, spec.module)
@@ -299,10 +303,22 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) ->
             continue
         drawn_before = len(series)
         groups = frame.partition_by(list(spec.group), maintain_order=True) if spec.group else [frame]
-        if len(groups) > spec.max_series:
-            groups = _top_groups(groups, spec)
-            notes.append(f"{trace}: the {spec.max_series} groups ({', '.join(spec.group)}) with the largest "
-                         f"{spec.rank_by or 'mean ' + spec.measures[0][0]} are drawn; the table has them all.")
+        ranked = _ranked_groups(groups, spec) if len(groups) > spec.max_series else []
+        if len(ranked) > spec.max_series:
+            rank = spec.rank_by or "mean " + spec.measures[0][0]
+            if compare:
+                groups = _in_table_order(groups, ranked[: spec.max_series])
+                notes.append(f"{trace}: the {spec.max_series} groups ({', '.join(spec.group)}) with the largest "
+                             f"{rank} are drawn; the table has them all.")
+            else:
+                panels = min(MAX_PANELS, -(-len(ranked) // spec.max_series))
+                first = (panel - 1) * spec.max_series
+                groups = _in_table_order(groups, ranked[first: first + spec.max_series])
+                shown = min(len(ranked), panels * spec.max_series)
+                notes.append(f"Panel {panel} of {panels}: groups ({', '.join(spec.group)}) ranked {first + 1}-"
+                             f"{first + len(groups)} by {rank}"
+                             + (f"; the {len(ranked) - shown:,} after the first {shown} are in the table only."
+                                if shown < len(ranked) else "."))
         for group in groups:
             group_values = [_group_value(c, group[c][0], spec.null_label) for c in spec.group]
             if not cdf and not bar:
@@ -368,10 +384,10 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) ->
     if spec.note:
         notes.insert(0, spec.note)
     chart = Chart(
-        id=slug("chart", spec.chart_key),
+        id=slug("chart", spec.chart_key) + (f"-{panel}" if panel > 1 else ""),
         module=spec.module,
         kind=spec.kind,
-        title=spec.title,
+        title=spec.title + (f" ({panel} of {panels})" if panels > 1 else ""),
         x_title="days since the trace's first value drawn" if days else spec.x_title,
         y_title=spec.y_title,
         definitions=definitions,
@@ -388,6 +404,8 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool) ->
         x_percent=spec.x_percent,
         y_percent=spec.y_percent,
         x_categories=categories if bar else None,
+        panel=panel,
+        panels=panels,
     )
     return chart, None
 
@@ -428,6 +446,9 @@ def _thinning_notes(series: Sequence[Series], spec: ChartSpec) -> list[str]:
     return notes
 
 
+#: Most panels a table's groups are split into (small multiples); the rest stay in the table.
+MAX_PANELS = 4
+
 #: Columns of a CDF table that count the values behind one distribution, in order of preference.
 COUNT_COLUMNS: tuple[str, ...] = ("jobs_with_value", "jobs", "instances", "tasks", "metric_rows", "gpu_minutes",
                                   "rows", "finished_jobs")
@@ -453,7 +474,9 @@ def _instant(value: Any) -> float:
     return dt.datetime.fromisoformat(str(value)).replace(tzinfo=dt.timezone.utc).timestamp()
 
 
-def _top_groups(groups: list[pl.DataFrame], spec: ChartSpec) -> list[pl.DataFrame]:
+def _ranked_groups(groups: list[pl.DataFrame], spec: ChartSpec) -> list[int]:
+    """Indexes of `groups` with a value to rank by, the largest `rank_by` sum (else mean of the
+    first measure) first; a group without any is left out (it would draw nothing)."""
     def weight(group: pl.DataFrame) -> float:
         column = spec.rank_by or spec.measures[0][0]
         values = group[column].drop_nulls()
@@ -461,8 +484,12 @@ def _top_groups(groups: list[pl.DataFrame], spec: ChartSpec) -> list[pl.DataFram
             return float("-inf")
         return float(values.sum() if spec.rank_by else values.mean())
 
-    ranked = sorted(range(len(groups)), key=lambda i: -weight(groups[i]))[: spec.max_series]
-    return [groups[i] for i in sorted(ranked)]
+    weights = {i: weight(group) for i, group in enumerate(groups)}
+    return sorted((i for i, w in weights.items() if w != float("-inf")), key=lambda i: -weights[i])
+
+
+def _in_table_order(groups: list[pl.DataFrame], chosen: list[int]) -> list[pl.DataFrame]:
+    return [groups[i] for i in sorted(chosen)]
 
 
 def _sql_literal(value: Any) -> str:

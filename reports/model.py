@@ -90,6 +90,9 @@ class Chart:
     y_seconds: bool = False
     y_percent: bool = False
     x_categories: list[Any] | None = None
+    #: Small multiples: this chart is panel `panel` of `panels` of one table's groups.
+    panel: int = 1
+    panels: int = 1
 
     @property
     def points_drawn(self) -> int:

@@ -135,6 +135,10 @@ def _module_section(inputs: Sequence[TraceInput], module: str, title: str, summa
         chart, note = build_chart(spec, inputs, compare)
         if chart is not None:
             section.charts.append(chart)
+            for panel in range(2, chart.panels + 1):  # small multiples of a table with many groups
+                more, _ = build_chart(spec, inputs, compare, panel)
+                if more is not None:
+                    section.charts.append(more)
         if note:
             section.notes.append(note)
     for name in dict.fromkeys(t.name for m in per_trace.values() if m for t in m.tables):

@@ -355,3 +355,21 @@ def test_charts_fit_for_a_paper(lab: AnalysisResult) -> None:
     assert cdf.x_seconds and cdf.x_log
     assert dict(zip(figure["layout"]["xaxis"]["tickvals"], figure["layout"]["xaxis"]["ticktext"]))[3600] == "1 h"
     assert charts.PLOT_CONFIG["toImageButtonOptions"]["format"] == "svg"
+
+
+def test_more_than_six_groups_become_small_multiples(tmp_path: Path) -> None:
+    """Eight VCs of 30 jobs: the queueing CDF per VC is split into two panels, the six VCs with
+    most jobs first, then the other two; together they draw every VC once."""
+    vcs = [f"v{k}" for k in range(8)]
+    home = import_lab(tmp_path, "many", ["ana", "bo"], vcs)
+    result = run_analysis(home, "many", ["queueing"])
+    charts = {c.id: c for s in build_report(result).sections for c in s.charts}
+    first, second = charts["chart-queueing-cdf-by-vc"], charts["chart-queueing-cdf-by-vc-2"]
+    assert (first.panel, first.panels, second.panel, second.panels) == (1, 2, 2, 2)
+    assert first.title.endswith("(1 of 2)") and second.title.endswith("(2 of 2)")
+    assert (len(first.series), len(second.series)) == (6, 2)
+    drawn = [s.name.split(" (n=")[0] for c in (first, second) for s in c.series]
+    assert sorted(drawn) == [f"many / {vc}" for vc in vcs]
+    # Jobs per VC: j0..j29 round-robin over 8 VCs -> v0..v5 have 4 jobs, v6 and v7 have 3.
+    assert {s.name for s in second.series} == {"many / v6 (n=3)", "many / v7 (n=3)"}
+    assert first.notes[0].startswith("Panel 1 of 2: groups (cluster, vc) ranked 1-6")
