@@ -471,7 +471,8 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
         result.skip("allocated GPUs over time", "no GPU job of the trace has started")
         return
 
-    over = ("over the whole trace" if ctx.options.get("window", "trace") == "trace" else
+    in_active = ctx.options.get("window", "trace") == "active"
+    over = ("over the whole trace" if not in_active else
             f"over the active window ({(window.hi - window.lo) / 86400:,.1f} days holding {ACTIVE_SHARE:.0%} of "
             "the submissions)")
     dimensions = [d for d in ("vc", "gpu_type") if started[d]]
@@ -504,20 +505,21 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
     row = _source_row(whole, source)
     if row is not None:
         scope = "all clusters" if clusters > 1 else "the cluster"
-        held = _held_open(ctx, window, source)
+        open_jobs = None if ctx.holds_open("job") else ctx.one_row(
+            f"""SELECT count(*) AS jobs, coalesce(sum(num_gpus), 0) AS gpus FROM {ctx.jobs}
+                WHERE start_time IS NOT NULL AND end_time IS NULL AND num_gpus > 0""")
+        held = _held_open(ctx, window, source, open_jobs["jobs"] if open_jobs else 0)
         result.add_finding("allocated_gpus_mean", "mean allocated GPUs", row["mean_gpus"], "GPUs",
                            "utilization.allocated_gpus_binned", f"{scope}, {over}",
                            held("mean_gpus", "GPUs"), basis=started["jobs"])
         result.add_finding("allocated_gpus_peak", "peak allocated GPUs", row["peak_gpus"], "GPUs",
                            "utilization.allocated_gpus_binned", f"{scope}, {over}",
                            held("peak_gpus", "GPUs"), basis=started["jobs"])
-        if ctx.holds_open("job"):
+        if open_jobs is None:
             result.add_finding("allocated_gpus_at_end", "GPUs still allocated at the trace end (jobs without an end)",
                                row["end_gpus"], "GPUs", "utilization.allocated_gpus",
-                               f"{scope}, at the end of the {'trace' if over.endswith('trace') else 'active window'}")
+                               f"{scope}, at the end of the {'active window' if in_active else 'trace'}")
         else:
-            open_jobs = ctx.one_row(f"""SELECT count(*) AS jobs, coalesce(sum(num_gpus), 0) AS gpus FROM {ctx.jobs}
-                                        WHERE start_time IS NOT NULL AND end_time IS NULL AND num_gpus > 0""")
             population = (f"{scope}: GPU jobs that started and have no end ({open_jobs['jobs']:,} jobs), "
                           "left out of allocated GPUs")
             result.add_finding("unplaced_open_job_gpus", "GPUs asked for by started jobs with no logged end",
@@ -530,7 +532,7 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
             result.add_finding("allocated_share_peak", "peak allocated GPUs as a share of capacity", row["peak_share"],
                                "fraction", "utilization.allocated_share_of_capacity", population,
                                held("peak_share", "fraction"), basis=started["jobs"])
-    _window_check(ctx, result, window)
+    _window_check(result, window, window if in_active else active_window(ctx))
     if source:
         bins = series.filter(pl.col("peak_share").is_not_null())
         result.add_check("allocation_above_capacity", f"more GPUs allocated than capacity.{source} gives (the "
@@ -539,11 +541,10 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
                          ("allocated_share_mean", "allocated_share_peak"))
 
 
-def _window_check(ctx: TraceContext, result: ModuleResult, window: Window) -> None:
-    """The bound "the trace is not nearly empty over most of the window": broken when the active
+def _window_check(result: ModuleResult, window: Window, active: Window | None) -> None:
+    """The bound "the trace is not nearly empty over most of the window": broken when the `active`
     window covers less than half of the window the figures are taken over, so that their
     time-weighted means are diluted by empty time (the `window` option `active` restricts them)."""
-    active = active_window(ctx)
     if active is None or window.hi <= window.lo:
         return
     covered = (min(active.hi, window.hi) - max(active.lo, window.lo)) / (window.hi - window.lo)
@@ -561,14 +562,10 @@ def _source_row(table: pl.DataFrame, source: str | None) -> dict[str, Any] | Non
     return next((r for r in candidates if r["capacity_source"] == source), candidates[0] if candidates else None)
 
 
-def _held_open(ctx: TraceContext, window: Window, source: str | None) -> Callable[[str, str], str]:
-    """For a trace that leaves out started jobs with no end (`ctx.holds_open("job")` False) and has
-    some: a function giving, for a column of `allocation_vs_capacity` over all clusters, its value
-    with those jobs held to the trace end, as the text beside the headline; else one giving ""."""
-    if ctx.holds_open("job"):
-        return lambda column, unit: ""
-    jobs = ctx.one_row(f"""SELECT count(*) AS n FROM {ctx.jobs}
-                           WHERE start_time IS NOT NULL AND end_time IS NULL AND num_gpus > 0""")["n"]
+def _held_open(ctx: TraceContext, window: Window, source: str | None, jobs: int) -> Callable[[str, str], str]:
+    """For a trace that leaves out its `jobs` started GPU jobs with no end (when there are some): a
+    function giving, for a column of `allocation_vs_capacity` over all clusters, its value with
+    those jobs held to the trace end, as the text beside the headline; else one giving ""."""
     if not jobs:
         return lambda column, unit: ""
     with ctx.holding_open("job"), materialized_steps(ctx, (), window) as steps:

@@ -34,6 +34,11 @@ CDF_PROBABILITIES: tuple[float, ...] = tuple(sorted(
 SUMMARY_QUANTILES: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
+def sql_float(value: float | None) -> str:
+    """A float as a SQL literal (NULL for None)."""
+    return "NULL" if value is None else repr(float(value))
+
+
 def double_list_sql(values: Sequence[float]) -> str:
     """A DOUBLE[] literal (DuckDB reads a bare `0.5` as a DECIMAL)."""
     return "[" + ", ".join(repr(float(v)) for v in values) + "]::DOUBLE[]"

@@ -61,11 +61,6 @@ def series_summary_sql(measure: str, row: str, value: str, source: str) -> str:
         FROM {source}"""
 
 
-def sql_float(value: float | None) -> str:
-    """A float as a SQL literal (NULL for None)."""
-    return "NULL" if value is None else repr(float(value))
-
-
 def add_measured_summary(result: ModuleResult, frames: list[pl.DataFrame]) -> pl.DataFrame:
     """Add the `measured_gpu_util` table, one row per measured series of the trace (rows of
     `series_summary_sql`), to `result`; returns it."""

@@ -61,8 +61,10 @@ def analysis_options(resolution: int | None, window: str | None = None) -> dict[
     """The modules' options from `--resolution` and `--window`."""
     options: dict[str, Any] = {} if resolution is None else {"resolution_s": resolution}
     if window is not None:
-        if window not in ("trace", "active"):
-            raise typer.BadParameter(f"expected trace or active, not {window!r}", param_hint="--window")
+        from ddlx.analysis.allocation import WINDOWS
+
+        if window not in WINDOWS:
+            raise typer.BadParameter(f"expected {' or '.join(WINDOWS)}, not {window!r}", param_hint="--window")
         options["window"] = window
     return options
 

@@ -33,15 +33,17 @@ class FiguresError(DdlxError):
     """Figures cannot be written: no static renderer, or no browser for it."""
 
 
+def _fields_of(kind: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `data` that are fields of the dataclass `kind`."""
+    names = {f.name for f in fields(kind)}
+    return {k: v for k, v in data.items() if k in names}
+
+
 def _chart(data: dict[str, Any]) -> Chart:
     """A `Chart` from its JSON form in `report.json`."""
-    known = {f.name for f in fields(Chart)}
-    values = {k: v for k, v in data.items() if k in known}
-    values["series"] = [Series(**{k: v for k, v in s.items() if k in {f.name for f in fields(Series)}})
-                        for s in data.get("series", [])]
-    values["sources"] = [Source(**{k: v for k, v in s.items() if k in {f.name for f in fields(Source)}})
-                         for s in data.get("sources", [])]
-    return Chart(**values)
+    return Chart(**{**_fields_of(Chart, data),
+                    "series": [Series(**_fields_of(Series, s)) for s in data.get("series", [])],
+                    "sources": [Source(**_fields_of(Source, s)) for s in data.get("sources", [])]})
 
 
 def report_charts(results: Path) -> list[Chart]:

@@ -87,9 +87,9 @@ def format_findings(result: Any) -> str:
                 value = f"{finding.value:.1%}"
             unit = "" if finding.unit == "fraction" else finding.unit
             lines.append(f"  {finding.text:<{width}} {value:>14} {unit:<10} [{finding.definition}]")
-            if getattr(finding, "alternative", ""):
+            if finding.alternative:
                 lines.append(f"  {'':<{width}} ({finding.alternative})")
-            if not getattr(finding, "headline", True):
+            if not finding.headline:
                 lines.append(f"  {'':<{width}} (only {finding.basis:,}: a small sample, not a headline)")
         for skipped in module.not_applicable:
             lines.append(f"  not applicable: {skipped.what} ({skipped.why})")

@@ -537,17 +537,15 @@ def _analyze_colocation(ctx: TraceContext, result: ModuleResult) -> None:
                                   "a machine GPU type (or 'all') and a number of instances running at once "
                                   "on a machine")
         summary = colocation_summary(distribution)
-        open_instances = ctx.one_row(f"SELECT count(*) AS n FROM pai_instance_table WHERE {_SWEPT_INSTANCES} "
-                                     "AND end_time IS NULL")["n"]
+        left_out = 0 if ctx.holds_open("instance") else ctx.one_row(
+            f"SELECT count(*) AS n FROM pai_instance_table WHERE {_SWEPT_INSTANCES} AND end_time IS NULL")["n"]
         alternative = ""
-        if open_instances and not ctx.holds_open("instance"):
+        population = "machines of pai_instance_table while they run an instance"
+        if left_out:
             with ctx.holding_open("instance"):
                 held = colocation_summary(colocation_distribution(ctx))["colocated_busy_share"]
-            alternative = held_to_end_text(held, "fraction", open_instances, "instance")
-        population = "machines of pai_instance_table while they run an instance"
-        if open_instances and not ctx.holds_open("instance"):
-            plural = "s" if open_instances != 1 else ""
-            population += f" ({open_instances:,} instance{plural} with no recorded end left out)"
+            alternative = held_to_end_text(held, "fraction", left_out, "instance")
+            population += f" ({left_out:,} instance{'s' if left_out != 1 else ''} with no recorded end left out)"
         result.add_finding("colocated_busy_time_share",
                            "share of busy machine-time with 2+ instances at once",
                            summary["colocated_busy_share"], "fraction", "sharing.colocation.concurrent_instances",

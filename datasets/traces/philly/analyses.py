@@ -16,9 +16,9 @@ from ddlx.analysis.allocation import registered
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
-from ddlx.analysis.sql import GPU_BUCKET_SQL, cdf_table, quantile_columns_sql, sort_buckets
+from ddlx.analysis.sql import GPU_BUCKET_SQL, cdf_table, quantile_columns_sql, sort_buckets, sql_float
 from ddlx.analysis.trace_parts import TracePart
-from ddlx.analysis.utilization import add_measured_summary, cdf_from_counts, sql_float
+from ddlx.analysis.utilization import add_measured_summary, cdf_from_counts
 from ddlx.reports.chart_specs import ChartSpec
 
 PHILLY_GPU_COLUMNS: tuple[str, ...] = tuple(f"gpu{k}_util" for k in range(8))
