@@ -359,14 +359,18 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         synthetic=synthetic, ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         ddlx_version=__version__, manifest=manifest,
     )
+    superseded = (previous is not None and previous.store_dir != final_dir
+                  and store.mark_retired(home, previous.store_dir))
     try:
         catalog.write_catalog(home, {**registrations, adapter.name: registration})
     except BaseException:
         shutil.rmtree(final_dir, ignore_errors=True)
+        if superseded:
+            store.unmark_retired(previous.store_dir)
         raise
     store.mark_committed(final_dir)
-    if previous is not None and previous.store_dir != final_dir:
-        store.retire(home, previous.store_dir)  # kept while a reader still holds it
+    if superseded:
+        store.delete_retired(previous.store_dir)  # kept while a reader still holds it
     return IngestResult(adapter.name, final_dir, rows, skipped=False, synthetic=synthetic)
 
 

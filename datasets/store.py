@@ -8,7 +8,9 @@ loses its files. A retired version that was in use is deleted by a later ingest 
 
 A version is renamed into place before the catalog that names it is written, so a kill between
 the two would leave an orphan: the folder carries `.pending` until the catalog names it, and a
-pending folder that no catalog names is removed by the next ingest.
+pending folder that no catalog names is removed by the next ingest. Likewise the version being
+superseded is marked retired before the catalog is written, so a kill just after the write leaves
+it for the next ingest to delete rather than forgotten.
 """
 
 from __future__ import annotations
@@ -40,14 +42,26 @@ def mark_committed(version_dir: Path) -> None:
     (version_dir / PENDING_MARKER).unlink(missing_ok=True)
 
 
-def retire(home: Path, version_dir: Path) -> bool:
-    """Mark a superseded version retired and delete it unless a reader holds it; True if deleted.
+def mark_retired(home: Path, version_dir: Path) -> bool:
+    """Mark a version about to be superseded retired; True if marked.
 
-    Only a version inside `home`'s own store is touched: a data home copied elsewhere has a catalog
-    naming the original's versions, and those belong to the original."""
+    Marked before the catalog that supersedes it is written, so a kill between the two leaves no
+    version that nothing would ever delete: if the catalog still names it, `collect` lifts the mark;
+    if not, `collect` deletes it. Only a version inside `home`'s own store is touched: a data home
+    copied elsewhere has a catalog naming the original's versions, and those belong to the original."""
     if not version_dir.is_dir() or not is_inside(version_dir, home / "store"):
         return False
     (version_dir / RETIRED_MARKER).touch()
+    return True
+
+
+def unmark_retired(version_dir: Path) -> None:
+    """The catalog still names `version_dir` (its successor was not written): it stays."""
+    (version_dir / RETIRED_MARKER).unlink(missing_ok=True)
+
+
+def delete_retired(version_dir: Path) -> bool:
+    """Delete a retired version unless a reader holds it; True if deleted (else a later ingest does)."""
     return _delete_unless_read(version_dir)
 
 
@@ -89,6 +103,7 @@ def collect(home: Path, named: Iterable[Path]) -> list[Path]:
                 removed.append(folder)
             elif folder.resolve() in keep:
                 mark_committed(folder)  # a kill came after the catalog named it
+                unmark_retired(folder)  # a kill came before the catalog named its successor
             elif (folder / PENDING_MARKER).exists():
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder)

@@ -289,6 +289,43 @@ def test_kills_during_ingest_leave_the_old_or_the_new_catalog(pai_small: Path, t
     assert "old" in versions_seen, versions_seen
 
 
+_DIE_AROUND_THE_CATALOG_WRITE = """
+import os, sys
+from pathlib import Path
+from ddlx.datasets import catalog, ingest
+write = catalog.write_catalog
+def dying(home, registrations):
+    if sys.argv[3] == "after":
+        write(home, registrations)
+    os._exit(9)
+catalog.write_catalog = dying
+ingest.ingest("pai", Path(sys.argv[1]), Path(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("moment", ["before", "after"])
+def test_a_death_beside_the_catalog_write_leaves_no_version_behind(pai_small: Path, tmp_path: Path,
+                                                                   moment: str) -> None:
+    """The moment a kill may fall on by chance, made certain: the process dies just before or just
+    after the catalog naming the new version is written. The catalog names one whole version, and
+    the next ingest leaves exactly one version folder, the one it wrote."""
+    home = tmp_path / "home"
+    first = ingest("pai", pai_small, home)
+    jobs = jobs_count(home)
+    touch_all(pai_small, 5 * 10**9)
+    proc = subprocess.run([sys.executable, "-c", _DIE_AROUND_THE_CATALOG_WRITE, pai_small, home, moment],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 9, proc.stderr[-2000:]
+    named = catalog.read_registrations(home)["pai"].store_dir
+    assert (named == first.store_dir) == (moment == "before")
+    assert jobs_count(home) == jobs
+    touch_all(pai_small, 6 * 10**9)
+    result = ingest("pai", pai_small, home)
+    assert sorted(p.name for p in (home / "store" / "pai").iterdir()) == [result.store_dir.name]
+    assert not (result.store_dir / RETIRED_MARKER).exists()
+    assert jobs_count(home) == jobs
+
+
 def test_kills_during_import_leave_the_old_or_the_new_catalog(tmp_path: Path) -> None:
     home, table = tmp_path / "home", tmp_path / "jobs.csv"
     rows = 200_000
