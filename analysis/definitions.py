@@ -2,10 +2,11 @@
 
 Every result that ddlx writes lists the ids of the definitions it used, so a reader can tell
 exactly what "queueing delay" or "failed" meant. Ids are stable; a changed meaning gets a new id.
-The definitions of the canonical job model are below; each analysis module declares its own at
-its top (`DEFINITIONS`), as does each trace folder for its canonical views and its own analyses;
-`registry()` gathers them all, refusing an id declared twice. How each trace derives a shared
-definition is written by the trace (`DERIVATIONS`), never here.
+The definitions of the canonical job model and of how a distribution is read (quantiles, CDFs)
+are below; each analysis module declares its own at its top (`DEFINITIONS`), as does each trace
+folder for its canonical views and its own analyses; `registry()` gathers them all, refusing an
+id declared twice. How each trace derives a shared definition is written by the trace
+(`DERIVATIONS`), never here.
 """
 
 from __future__ import annotations
@@ -73,6 +74,30 @@ CORE_DEFINITIONS = (
 )
 
 
+#: How every module reads a distribution: its quantiles and its CDFs.
+STATISTICS_DEFINITIONS = (
+    Definition(
+        "stat.quantile", "Quantile (p50, p90, p99, ...)", "the unit of the values",
+        "Every quantile in a summary table or a finding, unless its definition says otherwise: with "
+        "the n values sorted x_0..x_(n-1) and h = (n - 1) p, x_floor(h) + (h - floor(h)) * "
+        "(x_ceil(h) - x_floor(h)), as DuckDB's quantile_cont (numpy's default 'linear'). Between two "
+        "values it interpolates, so a median can be a value no job had (the median of 0 s and 30 s "
+        "is 15 s); stat.cdf_step gives the values themselves.",
+    ),
+    Definition(
+        "stat.cdf_step", "Empirical CDF", "the unit of the values",
+        "Every CDF table and chart: at each probability p of a fixed grid (0 to 1 in steps of 0.01, "
+        "and 0.001, 0.005, 0.995, 0.999), the smallest value x that at least a share p of the values "
+        "are at or below (with the n values sorted x_0..x_(n-1): x_k for k = max(ceil(n p) - 1, 0), "
+        "p taken as the decimal it is written as; DuckDB's quantile_disc and numpy's 'inverted_cdf' "
+        "agree but for binary rounding of p). So every value a CDF shows is one the "
+        "data holds, never one between two of them. Charts draw it as a staircase, flat at p up to "
+        "the next grid point's value and rising there; between two grid points the true share lies "
+        "between their probabilities.",
+    ),
+)
+
+
 def _declared() -> tuple[tuple[Definition, ...], list[tuple[str, dict[str, str]]]]:
     """Every declared definition (core, analysis modules, trace folders) and each trace's (and the
     importer's) derivations as (label, {definition id: text})."""
@@ -80,7 +105,7 @@ def _declared() -> tuple[tuple[Definition, ...], list[tuple[str, dict[str, str]]
     from ddlx.datasets import importers
     from ddlx.datasets.traces import OPTIONAL_PARTS, trace_parts
 
-    declared = CORE_DEFINITIONS + tuple(d for name in MODULES for d in load(name).DEFINITIONS)
+    declared = CORE_DEFINITIONS + STATISTICS_DEFINITIONS + tuple(d for name in MODULES for d in load(name).DEFINITIONS)
     for part in OPTIONAL_PARTS:
         declared += tuple(d for _, module in trace_parts(part) for d in getattr(module, "DEFINITIONS", ()))
     derivations = [(info.label or info.name, getattr(module, "DERIVATIONS", {}))

@@ -4,7 +4,7 @@ run-time distribution next to the plain distribution of the jobs that ended.
 
 Everything is computed in SQL from one aggregated table per grouping: per group and distinct
 observed time, the jobs that ended and the jobs censored there. The Kaplan-Meier product, the
-quantiles (the same interpolation as DuckDB's `quantile_cont`) and the survival at fixed run times
+quantiles (continuous for summaries, steps for CDFs) and the survival at fixed run times
 are window sums and ASOF joins over that table, so the jobs are scanned once per grouping and no
 Python loops over jobs or times.
 """
@@ -21,6 +21,7 @@ from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult, held_to_end_text
 from ddlx.analysis.sql import (
     CDF_PROBABILITIES,
+    CDF_STEP,
     GPU_BUCKET_SQL,
     SUMMARY_QUANTILES,
     double_list_sql,
@@ -33,9 +34,9 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "durations.finished_runtime", "Run time of jobs that ended", "s",
         "Run time (runtime.first_start_to_last_end) of the jobs that ended, whatever their final "
-        "state: every job with a run time except those whose state is running. Quantiles and CDFs "
-        "are continuous: with n run times sorted x_0..x_(n-1), the quantile p is x_k + (h - k) * "
-        "(x_(k+1) - x_k) for h = (n - 1) p and k = floor(h) (as DuckDB's quantile_cont). Leaving "
+        "state: every job with a run time except those whose state is running. Its quantiles are "
+        "continuous (stat.quantile) and its CDFs steps through the run times themselves "
+        "(stat.cdf_step). Leaving "
         "out the jobs still running biases this distribution towards short runs; see "
         "durations.kaplan_meier_runtime.",
     ),
@@ -150,7 +151,7 @@ def _bucket_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilitie
         plain AS ({quantiles_from_counts_sql(
             "probs", "(SELECT gpu_bucket, time_s, finished_cum AS cum FROM events)", ("gpu_bucket",),
             "finished_jobs", value="time_s")})
-        SELECT plain.gpu_bucket, plain.probability, plain.quantile AS run_s,
+        SELECT plain.gpu_bucket, plain.probability, plain.quantile AS run_s, plain.step_quantile AS run_s_step,
                plain.finished_jobs, km.time_s AS run_s_km, plain.censored_jobs,
                plain.jobs, plain.untimed_jobs, plain.mean_s
         FROM plain ASOF LEFT JOIN events AS km
@@ -160,8 +161,9 @@ def _bucket_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilitie
 
 def run_time_cdf_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = None,
                                probabilities: Sequence[float] = CDF_PROBABILITIES) -> pl.DataFrame:
-    """Per GPU bucket and over all jobs ('all'), at each probability: `run_s`, the plain CDF of the
-    finished run times (durations.finished_runtime) over `finished_jobs`, next to `run_s_km`, the
+    """Per GPU bucket and over all jobs ('all'), at each probability: `run_s`, the empirical CDF
+    (stat.cdf_step) of the finished run times (durations.finished_runtime) over `finished_jobs`,
+    next to `run_s_km`, the
     Kaplan-Meier quantile (durations.kaplan_meier_runtime) that also uses the `censored_jobs`
     (NULL where the estimate never reaches the probability)."""
     return _bucket_cdf(_bucket_cdf_query(ctx, trace_end_s, probabilities))
@@ -170,8 +172,8 @@ def run_time_cdf_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = No
 def _bucket_cdf(rows: pl.DataFrame) -> pl.DataFrame:
     """The CDF table from `_bucket_cdf_query` rows: groups with no timed job left out."""
     frame = rows.filter(pl.col("finished_jobs") + pl.col("censored_jobs") > 0)
-    return _all_first(frame.select("gpu_bucket", "probability", "run_s", "finished_jobs", "run_s_km",
-                                   "censored_jobs"))
+    return _all_first(frame.select("gpu_bucket", "probability", pl.col("run_s_step").alias("run_s"), "finished_jobs",
+                                   "run_s_km", "censored_jobs"))
 
 
 def run_time_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = None) -> pl.DataFrame:
@@ -213,7 +215,8 @@ def survival_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = None,
 
 def _state_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilities: Sequence[float]) -> pl.DataFrame:
     """Per final state and kind of observation (`censored` false: finished run times; true: runs so
-    far), at each probability: `run_s` (continuous quantile) and `jobs` in the curve; plus the
+    far), at each probability: `run_s` (continuous quantile, stat.quantile), `run_s_step` (the
+    empirical CDF's, stat.cdf_step) and `jobs` in the curve; plus the
     state's counts (`state_jobs`, `finished_jobs`, `censored_jobs`, `untimed_jobs`) and `mean_s`."""
     return ctx.query(f"""
         WITH steps AS MATERIALIZED (
@@ -237,11 +240,12 @@ def _state_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilities
             FROM steps WHERE time_s IS NOT NULL GROUP BY state, state_key, censored),
         quantiles AS ({quantiles_from_counts_sql("probs", "curves", ("state_key", "censored"), "jobs",
                                                  value="time_s")})
-        SELECT q.state, q.censored, q.probability, q.quantile AS run_s, q.jobs,
+        SELECT q.state, q.censored, q.probability, q.quantile AS run_s, q.step_quantile AS run_s_step, q.jobs,
                c.state_jobs, c.finished_jobs, c.censored_jobs, c.untimed_jobs, c.mean_s
         FROM quantiles AS q JOIN counts AS c USING (state_key)
         UNION ALL
-        SELECT s.state, NULL, NULL, NULL, NULL, c.state_jobs, c.finished_jobs, c.censored_jobs, c.untimed_jobs, NULL
+        SELECT s.state, NULL, NULL, NULL, NULL, NULL, c.state_jobs, c.finished_jobs, c.censored_jobs,
+               c.untimed_jobs, NULL
         FROM (SELECT DISTINCT state, state_key FROM steps) AS s JOIN counts AS c USING (state_key)
         WHERE c.finished_jobs + c.censored_jobs = 0""")
 
@@ -256,7 +260,7 @@ def run_time_cdf_by_state(ctx: TraceContext, trace_end_s: float | None = None,
 
 def _state_cdf(frame: pl.DataFrame) -> pl.DataFrame:
     return (frame.filter(pl.col("probability").is_not_null())
-                 .select("state", "censored", "probability", "run_s", "jobs")
+                 .select("state", "censored", "probability", pl.col("run_s_step").alias("run_s"), "jobs")
                  .sort("state", "censored", "probability", nulls_last=True))
 
 
@@ -314,7 +318,7 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     by_bucket = result.add("run_time_by_gpu_bucket", _bucket_summary(bucket_rows), km_defs,
                            "a GPU bucket, or all jobs (gpu_bucket 'all')")
     cdf = _bucket_cdf(bucket_rows.filter(pl.col("probability").is_in(list(CDF_PROBABILITIES))))
-    result.add("run_time_cdf_by_gpu_bucket", cdf, km_defs,
+    result.add("run_time_cdf_by_gpu_bucket", cdf, km_defs + (CDF_STEP,),
                "a probability of the run-time distribution of a GPU bucket or of all jobs ('all'): the "
                "plain CDF of finished jobs next to the Kaplan-Meier estimate with still-running jobs censored")
     result.add("run_time_survival_by_gpu_bucket", survival_by_gpu_bucket(ctx, trace_end_s), km_defs,
@@ -325,7 +329,7 @@ def analyze(ctx: TraceContext) -> ModuleResult:
         state_defs = ("durations.finished_runtime", "durations.censored_runtime", "state.canonical")
         result.add("run_time_by_state", _state_summary(state_rows), state_defs, "a final state")
         state_cdf = _state_cdf(state_rows.filter(pl.col("probability").is_in(list(CDF_PROBABILITIES))))
-        result.add("run_time_cdf_by_state", state_cdf, state_defs,
+        result.add("run_time_cdf_by_state", state_cdf, state_defs + (CDF_STEP,),
                    "a probability of the run-time CDF of a final state, for finished jobs (censored "
                    "false) or for the run so far of jobs still running (censored true)")
     else:

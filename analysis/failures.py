@@ -14,7 +14,7 @@ from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.overview import state_mix
-from ddlx.analysis.sql import GPU_BUCKET_SQL, GPU_HOURS_SQL, cdf_table, quantile_columns_sql, sort_buckets
+from ddlx.analysis.sql import CDF_STEP, GPU_BUCKET_SQL, GPU_HOURS_SQL, cdf_table, quantile_columns_sql, sort_buckets
 from ddlx.datasets.canonical import ATTEMPTS
 from ddlx.datasets.sqltext import quote_identifier
 
@@ -351,7 +351,7 @@ def _add_state_parts(ctx: TraceContext, result: ModuleResult, c: dict) -> None:
 
     if c["timed_failed_jobs"]:
         ttf = ("failures.time_to_failure", "gpu_request.bucket")
-        result.add("time_to_failure_cdf", time_to_failure_cdf(ctx), ttf,
+        result.add("time_to_failure_cdf", time_to_failure_cdf(ctx), ttf + (CDF_STEP,),
                    "a probability of the run-time CDF of failed jobs, over all of them (gpu_bucket 'all') "
                    "or in one GPU bucket")
         result.add("time_to_failure_quantiles", time_to_failure_quantiles(ctx), ttf,

@@ -22,9 +22,8 @@ from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.overview import add_time_checks
 from ddlx.analysis.sql import (
-    CDF_PROBABILITIES,
+    CDF_STEP,
     GPU_BUCKET_SQL,
-    SUMMARY_QUANTILES,
     allocation_steps_sql,
     cdf_table,
     local_time_sql,
@@ -92,10 +91,6 @@ def queue_source_sql(ctx: TraceContext) -> str:
         FROM {ctx.jobs})"""
 
 
-#: The summary quantiles are read off the CDF when it has their probabilities (one pass less).
-_SUMMARY_FROM_CDF = all(q in CDF_PROBABILITIES for q in SUMMARY_QUANTILES.values())
-
-
 def quantiles_and_cdf(ctx: TraceContext, source: str, groups: Sequence[str],
                       where: str = "TRUE") -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per group of `source` (a FROM item with `queue_s` and `never_started`): a summary (jobs,
@@ -104,21 +99,10 @@ def quantiles_and_cdf(ctx: TraceContext, source: str, groups: Sequence[str],
     group_list = ", ".join(groups)
     cdf = (cdf_table(ctx, "queue_s", source, groups, where)
            .rename({"value": "queue_s", "rows": "jobs_with_value"}))
-    if _SUMMARY_FROM_CDF:
-        summary = ctx.query(f"""
-            SELECT {group_list}, count(*) AS jobs, count(*) FILTER (WHERE never_started) AS jobs_never_started,
-                   count(queue_s) AS jobs_with_value, avg(queue_s) AS mean_s
-            FROM {source} WHERE {where} GROUP BY {group_list} ORDER BY {group_list}""")
-        for name, q in SUMMARY_QUANTILES.items():
-            picked = cdf.filter(pl.col("probability") == q).select(*groups, pl.col("queue_s").alias(f"{name}_s"))
-            summary = summary.join(picked, on=list(groups), how="left", nulls_equal=True, maintain_order="left")
-        summary = summary.select(*groups, "jobs", "jobs_never_started", "jobs_with_value",
-                                 *(f"{name}_s" for name in SUMMARY_QUANTILES), "mean_s")
-    else:
-        summary = ctx.query(f"""
-            SELECT {group_list}, count(*) AS jobs, count(*) FILTER (WHERE never_started) AS jobs_never_started,
-                   {quantile_columns_sql('queue_s', suffix='_s')}
-            FROM {source} WHERE {where} GROUP BY {group_list} ORDER BY {group_list}""")
+    summary = ctx.query(f"""
+        SELECT {group_list}, count(*) AS jobs, count(*) FILTER (WHERE never_started) AS jobs_never_started,
+               {quantile_columns_sql('queue_s', suffix='_s')}
+        FROM {source} WHERE {where} GROUP BY {group_list} ORDER BY {group_list}""")
     return summary, cdf
 
 
@@ -289,24 +273,25 @@ def analyze(ctx: TraceContext) -> ModuleResult:
 
     bucket_summary, bucket_cdf = by_gpu_bucket(ctx)
     result.add("by_gpu_bucket", bucket_summary, (QUEUE, BUCKET), "a GPU-request bucket")
-    result.add("cdf_by_gpu_bucket", bucket_cdf, (QUEUE, BUCKET), "a GPU-request bucket and a probability")
+    result.add("cdf_by_gpu_bucket", bucket_cdf, (QUEUE, BUCKET, CDF_STEP), "a GPU-request bucket and a probability")
     if c["with_type"]:
         summary, cdf = by_gpu_type(ctx)
         result.add("by_gpu_type", summary, (QUEUE, "gpu_job.requests_gpu"), "a GPU type of GPU jobs")
-        result.add("cdf_by_gpu_type", cdf, (QUEUE, "gpu_job.requests_gpu"), "a GPU type of GPU jobs and a probability")
+        result.add("cdf_by_gpu_type", cdf, (QUEUE, "gpu_job.requests_gpu", CDF_STEP),
+                   "a GPU type of GPU jobs and a probability")
     else:
         result.skip("queueing delay by GPU type", "the trace records no GPU type")
     if c["with_vc"]:
         summary, cdf = by_vc(ctx, top_vcs)
         result.add("by_vc", summary, (QUEUE,),
                    f"a cluster's VC among its {top_vcs} with most jobs, or the rest of its VCs ('other')")
-        result.add("cdf_by_vc", cdf, (QUEUE,), "a cluster's VC (or 'other') and a probability")
+        result.add("cdf_by_vc", cdf, (QUEUE, CDF_STEP), "a cluster's VC (or 'other') and a probability")
     else:
         result.skip("queueing delay by VC", "the trace records no virtual cluster")
     if ctx.has_wall_clock:
         summary, cdf = by_submit_hour(ctx)
         result.add("by_submit_hour", summary, (QUEUE,), f"an hour of day of submission in {ctx.local_tz}")
-        result.add("cdf_by_submit_hour", cdf, (QUEUE,), "an hour of day of submission and a probability")
+        result.add("cdf_by_submit_hour", cdf, (QUEUE, CDF_STEP), "an hour of day of submission and a probability")
     else:
         result.skip("queueing delay by hour of submission", NO_WALL_CLOCK)
 

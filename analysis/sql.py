@@ -30,6 +30,9 @@ GPU_HOURS_SQL = "coalesce(num_gpus * CASE WHEN run_s >= 0 THEN run_s END, 0) / 3
 CDF_PROBABILITIES: tuple[float, ...] = tuple(sorted(
     {i / 100 for i in range(0, 101)} | {0.001, 0.005, 0.995, 0.999}))
 
+#: The definition every CDF table lists: the empirical CDF as steps through the values themselves.
+CDF_STEP = "stat.cdf_step"
+
 #: Quantiles reported in summary tables.
 SUMMARY_QUANTILES: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
@@ -44,25 +47,71 @@ def double_list_sql(values: Sequence[float]) -> str:
     return "[" + ", ".join(repr(float(v)) for v in values) + "]::DOUBLE[]"
 
 
+#: Slack on `count * probability` before it is rounded up to a rank, so a grid probability written
+#: in decimals (0.56 of 25 values is 14 of them) is not pushed past a rank by binary rounding.
+_RANK_SLACK = 1e-9
+
+
 def quantiles_from_counts_sql(probs: str, curves: str, keys: Sequence[str], count: str,
                               value: str = "value") -> str:
-    """SELECT: continuous quantiles (the same as DuckDB's `quantile_cont`) of distributions held as
-    cumulative counts, one distribution per value of `keys`.
+    """SELECT: quantiles of distributions held as cumulative counts, one distribution per value of
+    `keys` (NULL keys are a group of their own).
 
     `probs` is a FROM item with `keys`, `probability` and `{count}` (values in the distribution);
     `curves` one with `keys`, `{value}` and `cum` (values at or below it; one row per distinct value
-    that occurs). Rows: every column of `probs` and `quantile`: with n values sorted x_0..x_(n-1)
-    and h = (n - 1) p, x_floor(h) + (h - floor(h)) (x_ceil(h) - x_floor(h)).
+    that occurs). Rows: every column of `probs` and, with n values sorted x_0..x_(n-1),
+    - `quantile`, the continuous quantile (definition `stat.quantile`): for h = (n - 1) p,
+      x_floor(h) + (h - floor(h)) (x_ceil(h) - x_floor(h)), as DuckDB's quantile_cont;
+    - `step_quantile`, the empirical CDF's inverse (definition `stat.cdf_step`): the smallest x_k
+      with at least a share p of the values at or below it, k = max(ceil(n p) - 1, 0).
     """
-    on = "".join(f"p.{k} = c.{k} AND " for k in keys)
-    on_lo = "".join(f"lo.{k} = c.{k} AND " for k in keys)
+    def on(left: str) -> str:
+        return "".join(f"{left}.{k} IS NOT DISTINCT FROM c.{k} AND " for k in keys)
+
     return f"""
-        SELECT * EXCLUDE (h, x0, x1), x0 + (h - floor(h)) * (x1 - x0) AS quantile FROM (
-            SELECT lo.*, c.{value} AS x1 FROM (
-                SELECT p.*, c.{value} AS x0 FROM (
-                    SELECT *, ({count} - 1) * probability AS h FROM {probs}) AS p
-                ASOF LEFT JOIN {curves} AS c ON {on}floor(p.h) < c.cum) AS lo
-            ASOF LEFT JOIN {curves} AS c ON {on_lo}ceil(lo.h) < c.cum)"""
+        SELECT * EXCLUDE (h, k, x0, x1), x0 + (h - floor(h)) * (x1 - x0) AS quantile FROM (
+            SELECT hi.*, c.{value} AS step_quantile FROM (
+                SELECT lo.*, c.{value} AS x1 FROM (
+                    SELECT p.*, c.{value} AS x0 FROM (
+                        SELECT *, ({count} - 1) * probability AS h,
+                               greatest(ceil({count} * probability - {_RANK_SLACK}) - 1, 0) AS k
+                        FROM {probs}) AS p
+                    ASOF LEFT JOIN {curves} AS c ON {on("p")}floor(p.h) < c.cum) AS lo
+                ASOF LEFT JOIN {curves} AS c ON {on("lo")}ceil(lo.h) < c.cum) AS hi
+            ASOF LEFT JOIN {curves} AS c ON {on("hi")}hi.k < c.cum)"""
+
+
+def _quantiles_of_counts(ctx: TraceContext, counts: str, groups: Sequence[str], probabilities: Sequence[float],
+                         column: str) -> pl.DataFrame:
+    """Per group of `counts` (a FROM item of the `groups` columns, `value` and `n`, how many times
+    the value occurs) and probability: the group columns, `probability`, `value` (the `column`
+    of `quantiles_from_counts_sql`) and `rows` (values in the group), sorted by group and probability."""
+    select_groups = "".join(f"{g}, " for g in groups)
+    partition = f"PARTITION BY {', '.join(groups)} " if groups else ""
+    return ctx.query(f"""
+        WITH c AS (SELECT {select_groups}value, sum(n) AS n FROM {counts} WHERE value IS NOT NULL GROUP BY ALL),
+        curve AS (SELECT {select_groups}value, sum(n) OVER ({partition}ORDER BY value ROWS UNBOUNDED PRECEDING) AS cum
+                  FROM c),
+        probs AS (SELECT *, unnest({double_list_sql(probabilities)}) AS probability
+                  FROM (SELECT {select_groups}CAST(sum(n) AS BIGINT) AS rows FROM c GROUP BY ALL) WHERE rows > 0),
+        q AS ({quantiles_from_counts_sql("probs", "curve", groups, "rows")})
+        SELECT {select_groups}probability, {column} AS value, rows FROM q
+        ORDER BY {select_groups}probability""")
+
+
+def cdf_from_counts(ctx: TraceContext, counts: str, groups: Sequence[str] = (),
+                    probabilities: Sequence[float] = CDF_PROBABILITIES) -> pl.DataFrame:
+    """The empirical CDF (definition `stat.cdf_step`) of distributions given as counts: `counts`
+    is a FROM item of the `groups` columns, `value` and `n` (how many times it occurs), so the
+    values need not be held one by one (samples of hundreds of millions). Rows as `cdf_table`."""
+    return _quantiles_of_counts(ctx, counts, groups, probabilities, "step_quantile")
+
+
+def quantiles_from_counts(ctx: TraceContext, counts: str, probabilities: Sequence[float]) -> dict[float, float]:
+    """Continuous quantiles (definition `stat.quantile`) of a distribution given as counts (as in
+    `cdf_from_counts`): {probability: value}; empty without values."""
+    frame = _quantiles_of_counts(ctx, counts, (), probabilities, "quantile")
+    return dict(frame.select("probability", "value").iter_rows())
 
 
 def sort_buckets(frame: pl.DataFrame, column: str = "gpu_bucket") -> pl.DataFrame:
@@ -88,22 +137,17 @@ def quantile_columns_sql(value: str, quantiles: dict[str, float] | None = None, 
 
 def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] = (),
               where: str = "TRUE", probabilities: Sequence[float] = CDF_PROBABILITIES) -> pl.DataFrame:
-    """The empirical CDF of `value` over the rows of `source` (a FROM item) per `groups`.
+    """The empirical CDF (definition `stat.cdf_step`) of `value` over the rows of `source` (a FROM
+    item) per `groups`.
 
-    Tidy rows: the group columns, `probability` (share of rows at or below `value`), `value`
-    (the continuous quantile at that probability) and `rows` (rows with a value in the group).
+    Tidy rows: the group columns, `probability`, `value` (the smallest value that at least that
+    share of the rows are at or below: always a value the rows hold) and `rows` (rows with a value
+    in the group). Groups without a value have no rows.
     """
-    group_list = ", ".join(groups)
-    select_groups = f"{group_list}, " if groups else ""
-    group_by = f"GROUP BY {group_list}" if groups else ""
-    probs = double_list_sql(probabilities)
-    frame = ctx.query(f"""
-        WITH q AS (
-            SELECT {select_groups}count({value}) AS rows, quantile_cont({value}, {probs}) AS values
-            FROM {source} WHERE {where} AND {value} IS NOT NULL {group_by})
-        SELECT {select_groups}unnest({probs}) AS probability, unnest(values) AS value, rows
-        FROM q WHERE rows > 0 ORDER BY {select_groups}probability""")
-    return frame
+    select_groups = "".join(f"{g}, " for g in groups)
+    counts = f"""(SELECT {select_groups}{value} AS value, count(*) AS n FROM {source}
+                  WHERE ({where}) AND {value} IS NOT NULL GROUP BY ALL)"""
+    return cdf_from_counts(ctx, counts, groups, probabilities)
 
 
 def trace_end_sql(ctx: TraceContext) -> str:

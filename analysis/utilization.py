@@ -13,19 +13,12 @@ are fractions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import polars as pl
 
 from ddlx.analysis import allocation
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
-from ddlx.analysis.sql import (
-    CDF_PROBABILITIES,
-    double_list_sql,
-    quantiles_from_counts_sql,
-)
 from ddlx.analysis.trace_parts import run_trace_parts
 from ddlx.datasets.sqltext import sql_string
 
@@ -33,21 +26,6 @@ from ddlx.datasets.sqltext import sql_string
 #: module's), so `registry()` finds its definitions here; each trace declares its capacity's and its
 #: measured series'.
 DEFINITIONS: tuple[Definition, ...] = allocation.DEFINITIONS
-
-
-def cdf_from_counts(ctx: TraceContext, counts: str,
-                    probabilities: Sequence[float] = CDF_PROBABILITIES) -> pl.DataFrame:
-    """The CDF of a distribution given as counts: `counts` is a FROM item of (`value`, `n`: how
-    many times it occurs). The rows of `cdf_table` (`probability`, `value`, `rows`) with the same
-    continuous quantiles, without holding every value: for samples of hundreds of millions."""
-    return ctx.query(f"""
-        WITH c AS (SELECT value, sum(n) AS n FROM {counts} WHERE value IS NOT NULL GROUP BY value),
-        curve AS (SELECT value, sum(n) OVER (ORDER BY value ROWS UNBOUNDED PRECEDING) AS cum FROM c),
-        probs AS (
-            SELECT p AS probability, rows FROM (SELECT sum(n) AS rows FROM c),
-                   unnest({double_list_sql(probabilities)}) AS u(p) WHERE rows > 0),
-        q AS ({quantiles_from_counts_sql("probs", "curve", (), "rows")})
-        SELECT probability, quantile AS value, CAST(rows AS BIGINT) AS rows FROM q ORDER BY probability""")
 
 
 def series_summary_sql(measure: str, row: str, value: str, source: str) -> str:

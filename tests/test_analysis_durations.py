@@ -95,8 +95,11 @@ def test_cdf_table_puts_the_estimate_next_to_the_plain_cdf(hand_result) -> None:
     cdf = hand_result.table("run_time_cdf_by_gpu_bucket")
     assert cdf["gpu_bucket"].unique(maintain_order=True).to_list() == ["all", "1", "(1,2]", "(2,4]"]
     overall = {round(r["probability"], 3): r for r in cdf.filter(pl.col("gpu_bucket") == "all").to_dicts()}
-    # Plain CDF of the 6 finished run times: probability p at position 5p.
-    assert (overall[0.2]["run_s"], overall[0.5]["run_s"], overall[1.0]["run_s"]) == pytest.approx((200, 350, 1000))
+    # Plain CDF of the 6 finished run times 100 200 300 400 500 1000, as steps: at p the smallest
+    # run time with at least 6p of them at or below it (200 covers 2/6 = 0.333...), never 350.
+    steps = {p: overall[p]["run_s"] for p in (0.0, 0.16, 0.17, 0.2, 0.33, 0.34, 0.5, 0.51, 0.84, 0.99, 1.0)}
+    assert steps == {0.0: 100, 0.16: 100, 0.17: 200, 0.2: 200, 0.33: 200, 0.34: 300, 0.5: 300, 0.51: 400,
+                     0.84: 1000, 0.99: 1000, 1.0: 1000}
     # Kaplan-Meier: 1 - S reaches 0.4 at 300, 0.55 at 400, 0.85 at 1000, and never 0.86.
     assert [overall[p]["run_s_km"] for p in (0.0, 0.4, 0.41, 0.55, 0.56, 0.85)] == [100, 300, 400, 400, 500, 1000]
     assert overall[0.86]["run_s_km"] is None and overall[1.0]["run_s_km"] is None
@@ -138,7 +141,8 @@ def test_run_time_by_state(hand_result) -> None:
     cdf = hand_result.table("run_time_cdf_by_state")
     censored = cdf.filter(pl.col("censored"))
     assert censored["state"].unique().to_list() == ["running"]
-    assert censored.filter(pl.col("probability") == 0.25)["run_s"].item() == pytest.approx(400)  # 200 + 0.25 * 800
+    # Runs so far 200 and 1000: the CDF holds 200 up to a half and jumps to 1000 after.
+    assert [censored.filter(pl.col("probability") == p)["run_s"].item() for p in (0.25, 0.5, 0.51)] == [200, 200, 1000]
     assert sorted(cdf.filter(~pl.col("censored"))["state"].unique().to_list()) == ["cancelled", "completed", "failed"]
 
 

@@ -299,7 +299,8 @@ def test_pai_measured_gpu_utilisation(pai_home: Path) -> None:
     assert (machine["values"], machine["p50_pct"], machine["above_100"]) == (2, 90.0, 1)
     cdf = rows(result.table("pai_instance_gpu_util_cdf"), "probability")
     assert (cdf[0.0]["gpu_util_pct"], cdf[0.5]["gpu_util_pct"], cdf[1.0]["gpu_util_pct"]) == (20.0, 80.0, 150.0)
-    assert cdf[0.25]["gpu_util_pct"] == pytest.approx(50.0)  # between 20 and 80, halfway
+    # Steps through the three values, never between them: 20 holds up to a third of them.
+    assert [cdf[p]["gpu_util_pct"] for p in (0.25, 0.33, 0.34, 0.66, 0.67)] == [20, 20, 80, 80, 150]
     by_size = rows(result.table("pai_instance_gpu_util_by_size"), "gpu_bucket")
     assert list(by_size) == ["1", "(2,4]"]
     assert (by_size["1"]["instances"], by_size["1"]["mean_gpu_util_pct"]) == (2, 85.0)
@@ -307,7 +308,8 @@ def test_pai_measured_gpu_utilisation(pai_home: Path) -> None:
     by_state = rows(result.table("pai_instance_gpu_util_by_state"), "state")
     assert {s: r["instances"] for s, r in by_state.items()} == {"completed": 2, "failed": 1}
     machine_cdf = rows(result.table("pai_machine_gpu_util_cdf"), "probability")
-    assert machine_cdf[0.5]["machine_gpu_pct"] == 90.0
+    # 60 and 120: the CDF holds 60 up to a half and 120 above; the p50 (90) interpolates.
+    assert [machine_cdf[p]["machine_gpu_pct"] for p in (0.5, 0.51)] == [60.0, 120.0]
     assert result.finding("pai_instance_gpu_util_p50").value == 80.0
     assert result.finding("pai_machine_gpu_util_p50").value == 90.0
 
@@ -581,3 +583,23 @@ def test_the_active_window_restricts_allocation_and_a_nearly_empty_window_is_fla
     assert next(c for c in active.checks if c.name == "nearly_empty_window").flagged == 0
     with pytest.raises(DdlxError, match="window must be one of trace, active"):
         analyze(tmp_path / "home", "w", window="busy")
+
+
+@pytest.mark.parametrize("trace", ["pai", "philly"])
+def test_every_cdf_table_of_every_module_steps_through_values(trace: str, pai_home: Path, philly_home: Path) -> None:
+    """Each table with a probability column is a CDF: it names `stat.cdf_step`, and its values never
+    fall as the probability grows (per group)."""
+    from ddlx.analysis.modules import MODULES
+
+    result = run_analysis({"pai": pai_home, "philly": philly_home}[trace], trace, list(MODULES))
+    cdfs = [(m.module, t) for m in result.modules for t in m.tables if "probability" in t.frame.columns]
+    assert len(cdfs) >= 5
+    for module, table in cdfs:
+        assert "stat.cdf_step" in table.definitions, (module, table.name)
+        schema = table.frame.schema
+        values = [c for c in schema if schema[c].is_float() and c != "probability"]
+        keys = [c for c in schema if not schema[c].is_float()]  # groups, and counts constant per group
+        assert values, table.name
+        for _, group in table.frame.group_by(keys):
+            for value in values:
+                assert group.sort("probability")[value].drop_nulls().is_sorted(), (table.name, value)

@@ -22,7 +22,7 @@ from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult, held_to_end_text
 from ddlx.analysis.sharing import ALL
-from ddlx.analysis.sql import GPU_BUCKET_SQL, SUMMARY_QUANTILES, cdf_table, quantile_columns_sql, sort_buckets
+from ddlx.analysis.sql import CDF_STEP, GPU_BUCKET_SQL, SUMMARY_QUANTILES, cdf_table, quantile_columns_sql, sort_buckets
 from ddlx.analysis.trace_parts import TracePart
 from ddlx.analysis.utilization import add_measured_summary, series_summary_sql
 from ddlx.datasets.sqltext import sql_string
@@ -481,7 +481,8 @@ def _measured(ctx: TraceContext, result: ModuleResult) -> None:
         else:
             result.skip("PAI instance GPU utilisation", "pai_sensor_table or pai_task_table is not ingested")
     if has_machine:
-        result.add("pai_machine_gpu_util_cdf", pai_machine_gpu_util_cdf(ctx), ("utilization.pai_machine_gpu_util",),
+        result.add("pai_machine_gpu_util_cdf", pai_machine_gpu_util_cdf(ctx),
+                   ("utilization.pai_machine_gpu_util", CDF_STEP),
                    "a probability of the CDF over machine-metric rows")
         row = summary.filter(pl.col("measure") == "pai_machine_gpu_util").row(0, named=True)
         result.add_finding("pai_machine_gpu_util_p50", "median machine GPU utilisation while an instance ran",
@@ -494,7 +495,7 @@ def _measured(ctx: TraceContext, result: ModuleResult) -> None:
 
 def _pai_instances(ctx: TraceContext, result: ModuleResult, instances: str, summary: pl.DataFrame) -> None:
     defs = ("utilization.pai_instance_gpu_util",)
-    result.add("pai_instance_gpu_util_cdf", pai_instance_gpu_util_cdf(ctx, instances), defs,
+    result.add("pai_instance_gpu_util_cdf", pai_instance_gpu_util_cdf(ctx, instances), defs + (CDF_STEP,),
                "a probability of the CDF over GPU instances")
     result.add("pai_instance_gpu_util_by_size", pai_instance_gpu_util_by(ctx, "gpu_bucket", instances),
                defs + ("gpu_request.bucket",), "a GPU-request bucket of the instances' jobs")
@@ -514,7 +515,7 @@ def _requests(ctx: TraceContext, result: ModuleResult) -> None:
     defs = ("utilization.pai_task_usage_ratio", "utilization.pai_task_over_request")
     with materialized(ctx, f"SELECT * FROM {pai_task_usage_sql()}", "pai_task_usage") as usage:
         table = result.add("pai_request_vs_usage", pai_request_vs_usage(ctx, usage), defs, "a resource, over tasks")
-        result.add("pai_usage_ratio_cdf", pai_usage_ratio_cdf(ctx, usage), defs,
+        result.add("pai_usage_ratio_cdf", pai_usage_ratio_cdf(ctx, usage), defs + (CDF_STEP,),
                    "a probability of the CDF of one resource")
     for row in table.to_dicts():
         label = row["resource"].upper()
@@ -554,11 +555,11 @@ def _analyze_colocation(ctx: TraceContext, result: ModuleResult) -> None:
         result.skip("instances running at once per machine",
                     "the catalog lacks pai_instance_table")
     if ctx.has("pai_machine_metric"):
-        cdf = result.add("machine_num_worker_cdf", machine_num_worker_cdf(ctx),
-                         ("sharing.colocation.machine_num_worker",), "a probability of the CDF")
-        median = cdf.filter(pl.col("probability") == 0.5)
+        result.add("machine_num_worker_cdf", machine_num_worker_cdf(ctx),
+                   ("sharing.colocation.machine_num_worker", CDF_STEP), "a probability of the CDF")
+        median = ctx.one_row("SELECT quantile_cont(machine_num_worker, 0.5) AS p50 FROM pai_machine_metric")["p50"]
         result.add_finding("machine_num_worker_p50", "median machine_num_worker (workers on the machine)",
-                           median["value"][0] if median.height else None, "workers",
+                           median, "workers",
                            "sharing.colocation.machine_num_worker", "rows of pai_machine_metric")
     else:
         result.skip("workers per machine (machine_num_worker)",
@@ -574,7 +575,7 @@ def _analyze_gpu_memory(ctx: TraceContext, result: ModuleResult) -> None:
                    "sharing.gpu_memory.over_requested_share")
     summary = result.add("gpu_memory_summary", gpu_memory_summary(ctx), definitions,
                          "a machine GPU type, or 'all' (shares over the sized types only)")
-    result.add("gpu_memory_cdf", gpu_memory_cdf(ctx), definitions[:2],
+    result.add("gpu_memory_cdf", gpu_memory_cdf(ctx), definitions[:2] + (CDF_STEP,),
                "a machine GPU type (or 'all'), a statistic (peak or mean) and a probability of the CDF")
     unsized = summary.filter((pl.col("gpu_type") != ALL) & pl.col("capacity_gb").is_null())
     for gpu_type, instances in unsized.select("gpu_type", "instances").rows():

@@ -16,9 +16,18 @@ from ddlx.analysis.allocation import registered
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
-from ddlx.analysis.sql import GPU_BUCKET_SQL, cdf_table, quantile_columns_sql, sort_buckets, sql_float
+from ddlx.analysis.sql import (
+    CDF_STEP,
+    GPU_BUCKET_SQL,
+    cdf_from_counts,
+    cdf_table,
+    quantile_columns_sql,
+    quantiles_from_counts,
+    sort_buckets,
+    sql_float,
+)
 from ddlx.analysis.trace_parts import TracePart
-from ddlx.analysis.utilization import add_measured_summary, cdf_from_counts
+from ddlx.analysis.utilization import add_measured_summary
 from ddlx.reports.chart_specs import ChartSpec
 
 PHILLY_GPU_COLUMNS: tuple[str, ...] = tuple(f"gpu{k}_util" for k in range(8))
@@ -143,7 +152,7 @@ def _measured(ctx: TraceContext, result: ModuleResult) -> None:
         return
     counts = philly_gpu_minute_counts(ctx)
     with registered(ctx, counts, "gpu_minute_counts") as name:
-        quantiles = dict(cdf_from_counts(ctx, name, (0.5, 0.9, 0.99)).select("probability", "value").iter_rows())
+        quantiles = quantiles_from_counts(ctx, name, (0.5, 0.9, 0.99))
         summary = add_measured_summary(result, [ctx.query(f"""
             SELECT 'philly_gpu_minute_util' AS measure, 'GPU-minute' AS row,
                    CAST(coalesce(sum(n), 0) AS BIGINT) AS values, sum(value * n) / sum(n) AS mean_pct,
@@ -153,7 +162,7 @@ def _measured(ctx: TraceContext, result: ModuleResult) -> None:
                    CAST(coalesce(sum(n) FILTER (WHERE value > 100), 0) AS BIGINT) AS above_100
             FROM {name}""")])
     result.add("philly_gpu_minute_util_cdf", philly_gpu_minute_util_cdf(ctx, counts),
-               ("utilization.philly_gpu_minute_util",), "a probability of the CDF over GPU-minutes")
+               ("utilization.philly_gpu_minute_util", CDF_STEP), "a probability of the CDF over GPU-minutes")
     row = summary.filter(pl.col("measure") == "philly_gpu_minute_util").row(0, named=True)
     result.add_finding("philly_gpu_minute_util_p50", "median measured GPU utilisation over GPU-minutes",
                        row["p50_pct"], "%", "utilization.philly_gpu_minute_util", f"{row['values']:,} GPU-minutes",
@@ -169,15 +178,16 @@ def _philly_jobs(ctx: TraceContext, result: ModuleResult) -> None:
     defs = ("utilization.philly_job_gpu_util",)
     with registered(ctx, jobs, "philly_jobs") as name:
         cdf = cdf_table(ctx, "gpu_util_pct", name).rename({"value": "gpu_util_pct", "rows": "jobs"})
+        median = ctx.one_row(f"SELECT quantile_cont(gpu_util_pct, 0.5) AS p50 FROM {name}")["p50"]
         by_size = job_util_by(ctx, name, "gpu_bucket")
         by_state = job_util_by(ctx, name, "state")
-    result.add("philly_job_gpu_util_cdf", cdf, defs, "a probability of the CDF over jobs with GPU-minutes")
+    result.add("philly_job_gpu_util_cdf", cdf, defs + (CDF_STEP,),
+               "a probability of the CDF over jobs with GPU-minutes")
     result.add("philly_job_gpu_util_by_size", by_size, defs + ("gpu_request.bucket",), "a GPU-request bucket")
     result.add("philly_job_gpu_util_by_state", by_state, defs + ("state.canonical",), "a final state")
-    median = cdf.filter(pl.col("probability") == 0.5)["gpu_util_pct"]
-    if median.len():
+    if median is not None:
         result.add_finding(
-            "philly_job_gpu_util_p50", "median of jobs' mean measured GPU utilisation", median.item(), "%",
+            "philly_job_gpu_util_p50", "median of jobs' mean measured GPU utilisation", median, "%",
             "utilization.philly_job_gpu_util", f"{jobs.height:,} jobs with GPU-minutes in the log",
             basis=jobs.height)
 
