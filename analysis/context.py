@@ -39,7 +39,8 @@ class TraceContext:
 
     `tables` are the catalog's tables and views of this trace; `source_tz` the IANA zone of its
     local wall clock; `has_wall_clock` False when its times are offsets from an undisclosed start
-    (see `TraceInfo.wall_clock`), so that hours of day and weekdays mean nothing. `unlogged_ends`: the
+    (see `TraceInfo.wall_clock`), so that hours of day and weekdays mean nothing; `has_calendar_dates`
+    False also when only the dates are not real (`TraceInfo.calendar_dates`). `unlogged_ends`: the
     kinds of record whose started records without an end are ends that were not logged, so they
     are left out (`holds_open`; `TraceInfo.unlogged_ends`).
     `views` are the canonical views the trace publishes, open under their names; `info` the release
@@ -54,6 +55,7 @@ class TraceContext:
     synthetic: bool
     source_tz: str | None
     has_wall_clock: bool = True
+    has_calendar_dates: bool = True
     unlogged_ends: set[str] = field(default_factory=set)
     provenance: dict[str, Any] = field(default_factory=dict)
     views: set[str] = field(default_factory=set)
@@ -179,6 +181,7 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
                                                                earliest)
     return TraceContext(home=home, trace=trace, con=con, tables=tables, synthetic=registration.synthetic,
                         source_tz=zone, has_wall_clock=wall_clock,
+                        has_calendar_dates=wall_clock and (known.calendar_dates if known else True),
                         unlogged_ends=set(known.unlogged_ends) if known else set(),
                         provenance=provenance, views=_open_views(con, trace, tables), info=known, held=held)
 

@@ -175,13 +175,15 @@ class ModuleResult:
 @dataclass
 class AnalysisResult:
     """The modules run on one trace, with where the data came from. `wall_clock` is False when the
-    trace's times are offsets from an undisclosed start (no dates, hours of day or weekdays)."""
+    trace's times are offsets from an undisclosed start (no dates, hours of day or weekdays);
+    `calendar_dates` is False then and also when only the dates are not real (PAI)."""
 
     trace: str
     synthetic: bool
     provenance: dict[str, Any]
     modules: list[ModuleResult] = field(default_factory=list)
     wall_clock: bool = True
+    calendar_dates: bool = True
     #: The settings the modules ran with (e.g. `resolution_s`, `window`).
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -199,6 +201,7 @@ class AnalysisResult:
             "trace": self.trace,
             "synthetic": self.synthetic,
             "wall_clock": self.wall_clock,
+            "calendar_dates": self.calendar_dates,
             "options": dict(self.options),
             "provenance": self.provenance,
             "modules": {

@@ -37,7 +37,7 @@ def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
     with open_trace(home, trace) as ctx:
         ctx.options.update(options or {})
         result = AnalysisResult(trace, ctx.synthetic, ctx.provenance, wall_clock=ctx.has_wall_clock,
-                                options=dict(options or {}))
+                                calendar_dates=ctx.has_calendar_dates, options=dict(options or {}))
         for name in names:
             if progress:
                 progress(f"{trace}: {name}")

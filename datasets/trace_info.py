@@ -32,6 +32,8 @@ class TraceInfo:
 
     `wall_clock` is False when the trace's times are offsets from an undisclosed start, so that
     they have no time of day or weekday (`source_tz` then only names the zone they are stored in).
+    `calendar_dates` is False when times of day and weekdays hold but the dates do not (the origin
+    of the seconds is undisclosed): time axes then count days from the trace start.
     `unlogged_ends` names the kinds of record (`job`, `instance`, `attempt`, `pod`) whose started
     records without an end are ends that were not logged rather than work running when the trace
     was taken (e.g. when such jobs together ask for several times the cluster's GPUs, or carry a
@@ -52,6 +54,7 @@ class TraceInfo:
     files: tuple[ReleaseFile, ...] = field(default_factory=tuple)
     label: str = ""
     wall_clock: bool = True
+    calendar_dates: bool = True
     unlogged_ends: tuple[str, ...] = ()
     records_gpu_fractions: bool = False
 

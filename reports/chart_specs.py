@@ -367,7 +367,7 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
         notes.append(f"Not drawn for {', '.join(lacking)}: the trace has no values for this table "
                      f"({spec.module}/{spec.table}; see what did not apply).")
     drawn = {s.trace for s in series}
-    offsets = sorted(i.result.trace for i in inputs if i.result.trace in drawn and not i.result.wall_clock)
+    offsets = sorted(i.result.trace for i in inputs if i.result.trace in drawn and not i.result.calendar_dates)
     days = spec.kind == "time" and bool(offsets) and len(offsets) == len(drawn)
     if days:
         starts: dict[str, float] = {}
@@ -376,11 +376,11 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
             starts[one.trace] = min(starts.get(one.trace, first), first)
         for one in series:
             one.x = [(_instant(x) - starts[one.trace]) / 86400 for x in one.x]
-        notes.append("The times are offsets from an undisclosed start, with no dates: the axis counts days from "
-                     "the first value drawn of each trace.")
+        notes.append("The times are offsets from an undisclosed start, with no calendar dates: the axis counts "
+                     "days from the first value drawn of each trace.")
     elif spec.kind == "time" and offsets:
-        notes.extend(f"{trace}: its times are offsets from an undisclosed start; its time axis starts at "
-                     "1970-01-01." for trace in offsets)
+        notes.extend(f"{trace}: its times are offsets from an undisclosed start, with no calendar dates; its "
+                     "time axis starts at 1970-01-01." for trace in offsets)
     if spec.note:
         notes.insert(0, spec.note)
     chart = Chart(

@@ -333,6 +333,20 @@ def test_offset_times_are_drawn_as_days_since_the_start(tmp_path: Path) -> None:
     assert any("offsets from an undisclosed start" in n for n in allocation.notes)
 
 
+def test_pai_keeps_its_hours_and_weekdays_but_draws_no_calendar(pai: AnalysisResult) -> None:
+    """PAI's seconds have an undisclosed origin: read in Asia/Shanghai its hours and weekdays hold
+    (hour-of-week tables are there), its dates do not (time axes count days from the start)."""
+    assert (pai.wall_clock, pai.calendar_dates) == (True, False)
+    assert pai.to_dict()["calendar_dates"] is False
+    assert pai.module("time_patterns").table("submissions_by_hour_of_week").height > 0
+    charts = [c for s in build_report(pai).sections for c in s.charts if c.kind == "time"]
+    assert charts
+    for chart in charts:
+        assert chart.x_type is None and chart.x_title.startswith("days since"), chart.id
+        assert min(min(s.x) for s in chart.series) == 0, chart.id
+        assert any("no calendar dates" in n for n in chart.notes), chart.id
+
+
 def test_charts_fit_for_a_paper(lab: AnalysisResult) -> None:
     """Every CDF legend says how many values its curve rests on; bars never sit on a log axis;
     series differ in line style as well as colour; percent ticks never repeat; the camera button
