@@ -61,6 +61,11 @@ DURATION_TICKS: tuple[tuple[float, str], ...] = (
     (1, "1 s"), (10, "10 s"), (60, "1 min"), (600, "10 min"), (3600, "1 h"), (6 * 3600, "6 h"),
     (86400, "1 day"), (7 * 86400, "1 week"), (30 * 86400, "30 days"), (365 * 86400, "1 year"))
 
+#: Width of a chart's plotting area and of one character of a tick label, in pixels (estimates for
+#: deciding whether category labels fit side by side).
+PLOT_WIDTH_PX = 620
+LABEL_CHAR_PX = 6.5
+
 #: Line styles of the series of a line chart, with the colours: series stay apart in grey print
 #: and for readers who do not tell the colours apart.
 LINE_STYLES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -150,7 +155,8 @@ def figure(chart: "Chart") -> dict[str, Any]:
     if chart.x_categories:
         x_axis.update(type="category", categoryorder="array", categoryarray=_texts(chart.x_categories))
         longest = min(30, max(len(str(c)) for c in chart.x_categories))
-        if longest > 8 or len(chart.x_categories) > 12:
+        # Turned upright only when side by side the labels would run into each other.
+        if longest * LABEL_CHAR_PX > PLOT_WIDTH_PX / len(chart.x_categories) - 8:
             x_axis["tickangle"] = -90
             margin_bottom = 56 + int(6.5 * longest)
     if chart.y_log:

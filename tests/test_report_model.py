@@ -371,6 +371,19 @@ def test_charts_fit_for_a_paper(lab: AnalysisResult) -> None:
     assert charts.PLOT_CONFIG["toImageButtonOptions"]["format"] == "svg"
 
 
+def test_category_labels_turn_upright_only_when_they_would_collide() -> None:
+    from ddlx.reports.model import Chart, Series
+
+    def bars(labels: list[str]) -> dict:
+        series = [Series("share", "t", labels, [0.1] * len(labels), len(labels))]
+        chart = Chart("c", "m", "bar", "title", "x", "y", [], series, [], "SELECT 1", "", x_categories=labels)
+        return charts.figure(chart)["layout"]["xaxis"]
+
+    assert "tickangle" not in bars(["pai / pai_machine_spec"])  # one long label has the whole width
+    assert "tickangle" not in bars(["0", "(0,1)", "1", "(1,2]", "(2,4]", "(4,8]", ">8"])
+    assert bars([f"cluster-{k} / vc-{k:03d}" for k in range(12)])["tickangle"] == -90
+
+
 def test_more_than_six_groups_become_small_multiples(tmp_path: Path) -> None:
     """Eight VCs of 30 jobs: the queueing CDF per VC is split into two panels, the six VCs with
     most jobs first, then the other two; together they draw every VC once."""
