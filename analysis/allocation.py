@@ -50,6 +50,10 @@ MAX_SERIES_ROWS = 2_000_000
 #: among them that fits).
 COARSER_STEPS_S: tuple[int, ...] = (60, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800)
 
+#: Why allocation figures of a dataset without start times are demand, said beside each of them.
+NO_STARTS = ("no start times recorded: each job is taken to start at its submission, so these are GPUs "
+             "demanded assuming no queueing, not GPUs a scheduler allocated")
+
 DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "utilization.allocated_gpus", "Allocated GPUs", "GPUs",
@@ -503,16 +507,22 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
                f"one cluster (NULL: all clusters together) against one capacity source, {over}")
 
     row = _source_row(whole, source)
+    if not ctx.starts_recorded:
+        result.skip("GPUs allocated as the scheduler placed them", NO_STARTS)
     if row is not None:
         scope = "all clusters" if clusters > 1 else "the cluster"
+        held_gpus = "allocated GPUs"
+        if not ctx.starts_recorded:
+            scope += " (" + NO_STARTS + ")"
+            held_gpus = "GPUs demanded assuming no queueing (no start times)"
         open_jobs = None if ctx.holds_open("job") else ctx.one_row(
             f"""SELECT count(*) AS jobs, coalesce(sum(num_gpus), 0) AS gpus FROM {ctx.jobs}
                 WHERE start_time IS NOT NULL AND end_time IS NULL AND num_gpus > 0""")
         held = _held_open(ctx, window, source, open_jobs["jobs"] if open_jobs else 0)
-        result.add_finding("allocated_gpus_mean", "mean allocated GPUs", row["mean_gpus"], "GPUs",
+        result.add_finding("allocated_gpus_mean", f"mean {held_gpus}", row["mean_gpus"], "GPUs",
                            "utilization.allocated_gpus_binned", f"{scope}, {over}",
                            held("mean_gpus", "GPUs"), basis=started["jobs"])
-        result.add_finding("allocated_gpus_peak", "peak allocated GPUs", row["peak_gpus"], "GPUs",
+        result.add_finding("allocated_gpus_peak", f"peak {held_gpus}", row["peak_gpus"], "GPUs",
                            "utilization.allocated_gpus_binned", f"{scope}, {over}",
                            held("peak_gpus", "GPUs"), basis=started["jobs"])
         if open_jobs is None:

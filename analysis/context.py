@@ -20,7 +20,7 @@ import polars as pl
 
 from ddlx.datasets import catalog
 from ddlx.datasets.canonical import VIEWS, jobs_table_name
-from ddlx.datasets.importers import has_wall_clock
+from ddlx.datasets.importers import has_wall_clock, starts_recorded
 from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.trace_info import TraceInfo
 from ddlx.datasets.traces import TRACES, trace_part
@@ -56,6 +56,8 @@ class TraceContext:
     source_tz: str | None
     has_wall_clock: bool = True
     has_calendar_dates: bool = True
+    #: False for an imported dataset without start times: its jobs are taken to start at submission.
+    starts_recorded: bool = True
     unlogged_ends: set[str] = field(default_factory=set)
     provenance: dict[str, Any] = field(default_factory=dict)
     views: set[str] = field(default_factory=set)
@@ -177,11 +179,12 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
         "figures": registration.manifest.get("figures", []),
     }
     known = TRACES.get(trace)
-    wall_clock = known.wall_clock if known else has_wall_clock(registration.manifest.get("adapter_options", {}),
-                                                               earliest)
+    import_spec = registration.manifest.get("adapter_options", {})
+    wall_clock = known.wall_clock if known else has_wall_clock(import_spec, earliest)
     return TraceContext(home=home, trace=trace, con=con, tables=tables, synthetic=registration.synthetic,
                         source_tz=zone, has_wall_clock=wall_clock,
                         has_calendar_dates=wall_clock and (known.calendar_dates if known else True),
+                        starts_recorded=True if known else starts_recorded(import_spec),
                         unlogged_ends=set(known.unlogged_ends) if known else set(),
                         provenance=provenance, views=_open_views(con, trace, tables), info=known, held=held)
 

@@ -176,7 +176,7 @@ class ModuleResult:
 class AnalysisResult:
     """The modules run on one trace, with where the data came from. `wall_clock` is False when the
     trace's times are offsets from an undisclosed start (no dates, hours of day or weekdays);
-    `calendar_dates` is False then and also when only the dates are not real (PAI)."""
+    `calendar_dates` is False then and also when only the dates are not real (hours and weekdays are)."""
 
     trace: str
     synthetic: bool

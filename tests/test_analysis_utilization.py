@@ -603,3 +603,24 @@ def test_every_cdf_table_of_every_module_steps_through_values(trace: str, pai_ho
         for _, group in table.frame.group_by(keys):
             for value in values:
                 assert group.sort("probability")[value].drop_nulls().is_sorted(), (table.name, value)
+
+
+def test_without_start_times_allocation_is_called_demand(tmp_path: Path) -> None:
+    """An import with no start column takes each job to start at submission: its allocation figures
+    say they are demand assuming no queueing; with starts mapped they do not."""
+    rows = "job_id,submit,start,duration,gpus\na,0,600,3600,2\nb,1800,3000,3600,4\n"
+    (tmp_path / "jobs.csv").write_text(rows)
+    for name, mapping in (("nostart", "job_id=job_id,submit=submit,duration=duration,gpus=gpus"),
+                          ("started", "job_id=job_id,submit=submit,start=start,duration=duration,gpus=gpus")):
+        import_dataset(name, tmp_path / "jobs.csv", tmp_path / "home", mapping=mapping, wall_clock=False)
+        result = analyze(tmp_path / "home", name)
+        mean = result.finding("allocated_gpus_mean")
+        said = "GPUs demanded assuming no queueing" in mean.population
+        assert said == (name == "nostart"), mean.population
+        assert mean.text == ("mean GPUs demanded assuming no queueing (no start times)" if name == "nostart"
+                             else "mean allocated GPUs")
+        assert any(n.what == "GPUs allocated as the scheduler placed them"
+                   for n in result.not_applicable) == (name == "nostart")
+        # a holds 2 GPUs for 3600 s, b 4: 21,600 GPU-seconds over the trace, which ends at b's end:
+        # 5,400 s taken from the submissions, 6,600 s from the recorded starts.
+        assert mean.value == pytest.approx(21_600 / (5_400 if name == "nostart" else 6_600))

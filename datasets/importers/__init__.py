@@ -67,6 +67,7 @@ from ddlx.datasets.importers.spec import (
     check_dataset_name,
     has_wall_clock,
     parse_mapping,
+    starts_recorded,
 )
 
 #: How prose names imported datasets in the derivations of the core definitions.
@@ -77,7 +78,8 @@ DERIVATIONS: dict[str, str] = {
     "queue_delay.submit_to_first_start": "the mapped submit and start columns (none when no start is mapped)",
     "runtime.first_start_to_last_end": "the mapped duration, or end - start",
     "gpu_request.job_total": "the mapped gpus column",
-    "utilization.allocated_gpus": "the mapped start (else the submission) to the end",
+    "utilization.allocated_gpus": "the mapped start to the end; without a mapped start, the submission to "
+                                  "the end: then it is GPU demand assuming no queueing, not what a scheduler placed",
     "time_patterns.recurring_job": "the mapped group column",
     "gpu_request.fractional": "a mapped gpus value that is not a whole number",
     "state.canonical": "the first word of the mapped state column, by the importer's state words",
@@ -86,5 +88,5 @@ DERIVATIONS: dict[str, str] = {
 __all__ = [
     "DERIVATIONS", "ImportAdapter", "ImportSpec", "ImportSpecError", "LABEL", "PRESETS",
     "Preset", "build_spec", "check_dataset_name", "has_wall_clock", "import_dataset", "import_with_spec",
-    "parse_mapping",
+    "parse_mapping", "starts_recorded",
 ]

@@ -295,6 +295,13 @@ def build_spec(name: str, mapping: dict[str, str] | str | None = None, preset: s
 OFFSET_TIMES_BEFORE = datetime(1980, 1, 1, tzinfo=timezone.utc)
 
 
+def starts_recorded(options: dict[str, Any]) -> bool:
+    """Whether an imported dataset maps a start column (from its stored spec, `options`). Without
+    one every job is taken to start at its submission, so GPUs held over time are the demand
+    assuming no queueing, and no queueing delay is known."""
+    return "start" in options.get("mapping", {}) or "start" in options.get("optional_mapping", {})
+
+
 def has_wall_clock(options: dict[str, Any], earliest_submit_s: float | None) -> bool:
     """Whether an imported dataset's times are real instants, from its stored spec (`options`):
     as told when `wall_clock` is set; else False when its times are numbers counted from the
