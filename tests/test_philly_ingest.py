@@ -196,9 +196,10 @@ def test_canonical_jobs_hand_derived(philly_home: Path) -> None:
     # app_03: no attempt, kept with 0 GPUs.
     assert (j3["start_time"], j3["end_time"], j3["queue_s"], j3["run_s"]) == (None, None, None, None)
     assert (j3["num_gpus"], j3["num_instances"], j3["state"]) == (0, 0, "failed")
-    # app_04: still running: no end, no run time; submitted 02:00 PST, started 03:00 PST.
+    # app_04: its last attempt has no end (not logged): no end, no run time, and it keeps its final
+    # status Pass; submitted 02:00 PST, started 03:00 PST.
     assert (j4["queue_s"], j4["end_time"], j4["run_s"]) == (3600, None, None)
-    assert (j4["num_gpus"], j4["state"], j4["raw_state"]) == (4, "running", "Pass")
+    assert (j4["num_gpus"], j4["state"], j4["raw_state"]) == (4, "completed", "Pass")
     # app_05: the first attempt has no start, the second ran 10:00-10:30 (submitted 09:00): the
     # job started at 10:00 (before, a first attempt without a start left the job without one).
     assert (j5["start_s"], j5["queue_s"], j5["run_s"]) == (pacific("2017-10-10 10:00:00"), 3600, 1800)
@@ -253,7 +254,7 @@ def test_validation_checks_and_figures(philly_home: Path) -> None:
         ("philly_attempts", "attempts starting before the previous attempt of the job ended"): 0,
         ("philly_attempts", "attempts on a machine missing from the machine list"): 1,  # app_06 on m9
         ("philly_jobs", "jobs whose first attempt has no start (their start is a later attempt's)"): 1,  # app_05
-        ("philly_jobs", "jobs whose last attempt is still running (no end)"): 1,  # app_04
+        ("philly_jobs", "jobs whose last attempt has no end (not logged: the job keeps its final status)"): 1,  # app_04
         ("philly_jobs", "jobs with negative queueing delay (first attempt before submission)"): 1,  # app_07
         ("philly_jobs", "jobs with negative run time (last attempt ends before the first starts)"): 0,
         ("philly_jobs", "jobs whose attempts differ in GPU count (num_gpus: the largest)"): 2,  # app_02, app_05

@@ -15,7 +15,7 @@ import polars as pl
 from ddlx.analysis.allocation import registered
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
-from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.model import ModuleResult, held_to_end_text
 from ddlx.analysis.sql import (
     CDF_STEP,
     GPU_BUCKET_SQL,
@@ -43,9 +43,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "utilization.philly_job_gpu_util", "Measured GPU utilisation of a Philly job", "percent",
         "Philly: the mean of the per-minute utilisation of the GPUs a job was given (each attempt's "
         "detail: machine and gpuN) over the minutes of that attempt, start_time <= minute < "
-        "end_time (an attempt still running at the trace end: to the end of the log), over all "
-        "its attempts; each online GPU-minute weighs the same (gpu_minutes). Attempts without a "
-        "start, or without an end that are not the last, are left out; jobs with no GPU-minute "
+        "end_time, over all its attempts; each online GPU-minute weighs the same (gpu_minutes). "
+        "Attempts without a start or without an end are left out (a last attempt without an end "
+        "is an end that was not logged, so where it stopped is unknown); jobs with no GPU-minute "
         "in the log have none.",
     ),
 )
@@ -88,7 +88,7 @@ def philly_job_gpu_util_sql(ctx: TraceContext) -> str:
     detail AS (
         SELECT a.jobid, a.attempt, epoch(a.start_time) AS s,
                CASE WHEN a.end_time IS NOT NULL THEN epoch(a.end_time)
-                    WHEN a.running_at_trace_end THEN (SELECT e FROM log_end) END AS e,
+                    WHEN a.running_at_trace_end AND {ctx.holds_open("attempt")} THEN (SELECT e FROM log_end) END AS e,
                unnest(j.attempts[a.attempt].detail) AS d
         FROM philly_attempts a JOIN philly_job_log j USING (jobid)
         WHERE a.start_time IS NOT NULL),
@@ -186,10 +186,18 @@ def _philly_jobs(ctx: TraceContext, result: ModuleResult) -> None:
     result.add("philly_job_gpu_util_by_size", by_size, defs + ("gpu_request.bucket",), "a GPU-request bucket")
     result.add("philly_job_gpu_util_by_state", by_state, defs + ("state.canonical",), "a final state")
     if median is not None:
+        population, alternative = f"{jobs.height:,} jobs with GPU-minutes in the log", ""
+        open_attempts = 0 if ctx.holds_open("attempt") else ctx.one_row(
+            "SELECT count(*) AS n FROM philly_attempts WHERE running_at_trace_end AND start_time IS NOT NULL")["n"]
+        if open_attempts:
+            with ctx.holding_open("attempt"):
+                held = ctx.one_row(f"SELECT quantile_cont(gpu_util_pct, 0.5) AS p50 "
+                                   f"FROM {philly_job_gpu_util_sql(ctx)}")["p50"]
+            alternative = held_to_end_text(held, "%", open_attempts, "attempt")
+            population += f" (last attempts with no recorded end left out: {open_attempts:,})"
         result.add_finding(
             "philly_job_gpu_util_p50", "median of jobs' mean measured GPU utilisation", median, "%",
-            "utilization.philly_job_gpu_util", f"{jobs.height:,} jobs with GPU-minutes in the log",
-            basis=jobs.height)
+            "utilization.philly_job_gpu_util", population, alternative, basis=jobs.height)
 
 
 PARTS: tuple[TracePart, ...] = (

@@ -44,15 +44,16 @@ How a job becomes a canonical row (table `philly_jobs`, from `philly_job_log` al
 - cluster = 'philly'; job_id = jobid; user, vc as given; submit_time = submitted_time (UTC);
 - start_time = the earliest start of any attempt (a first attempt the log gives no start does
   not hide a later one that ran); end_time = end of the last attempt (NULL when that attempt has
-  no end: still running at the end of the trace);
+  no end: the release notes read it as still running, but the job carries a final status, so
+  ddlx reads the end as not logged, `TraceInfo.unlogged_ends`);
 - queue_s = start_time - submit_time (`queue_delay.submit_to_first_start`); run_s = end_time -
   start_time (`runtime.first_start_to_last_end`);
 - num_gpus = GPUs of the job's largest attempt (most entries in its `detail` gpus lists; the
   earliest such attempt on a tie), num_instances = distinct machines of that same attempt;
   a job without any attempt is kept with 0 GPUs and 0 instances (and counted in the report);
 - num_tasks = 1; num_cpus, mem_gb, gpu_type NULL (not in the trace); fractional_gpu false;
-- state: `running` when the last attempt has no end, else Pass -> completed, Killed -> cancelled,
-  Failed -> failed; raw_state = status; source_tz = America/Los_Angeles.
+- state: Pass -> completed, Killed -> cancelled, Failed -> failed, also when the last attempt has
+  no end (the status is final); raw_state = status; source_tz = America/Los_Angeles.
 """
 
 from __future__ import annotations
@@ -282,8 +283,7 @@ largest AS (
 span AS (
     SELECT jobid,
            min(start_time) AS first_start,
-           max(end_time) FILTER (WHERE is_last_attempt) AS last_end,
-           bool_or(running_at_trace_end) AS running
+           max(end_time) FILTER (WHERE is_last_attempt) AS last_end
     FROM attempts
     GROUP BY jobid
 )
@@ -309,7 +309,7 @@ SELECT
     CAST(1 AS BIGINT) AS num_tasks,
     NULL::VARCHAR AS gpu_type,
     false AS fractional_gpu,
-    CASE WHEN coalesce(s.running, false) THEN 'running' ELSE {state_case_sql("j.status", STATE_MAP)} END AS state,
+    {state_case_sql("j.status", STATE_MAP)} AS state,
     j.status AS raw_state
 FROM {parquet_sql(folder, JOB_LOG)} AS j
 LEFT JOIN span AS s USING (jobid)
@@ -768,7 +768,8 @@ def validation_checks(present: set[str]) -> list[Check]:
         checks += [
             Check(JOBS_TABLE, "jobs whose first attempt has no start (their start is a later attempt's)", query=(
                 f"SELECT count(*) FROM {ATTEMPTS_TABLE} WHERE attempt = 1 AND start_time IS NULL")),
-            Check(JOBS_TABLE, "jobs whose last attempt is still running (no end)", "state = 'running'"),
+            Check(JOBS_TABLE, "jobs whose last attempt has no end (not logged: the job keeps its final status)",
+                  query=f"SELECT count(*) FROM {ATTEMPTS_TABLE} WHERE running_at_trace_end"),
             Check(JOBS_TABLE, "jobs with negative queueing delay (first attempt before submission)", "queue_s < 0"),
             Check(JOBS_TABLE, "jobs with negative run time (last attempt ends before the first starts)", "run_s < 0"),
             Check(JOBS_TABLE, "jobs whose attempts differ in GPU count (num_gpus: the largest)", query=(

@@ -10,8 +10,9 @@ RELEASE = TraceInfo(
     title="Microsoft Philly trace",
     label="Philly",
     # A job whose last attempt has no end still carries its final status (Pass, Killed, Failed):
-    # its end was not logged. Held to the trace end, they would take 132 % of the listed GPUs.
-    unlogged_ends=("job",),
+    # its end, and that attempt's, was not logged. The job keeps its status as its state; held to
+    # the trace end, such jobs would take 132 % of the listed GPUs.
+    unlogged_ends=("job", "attempt"),
     description=(
         "Jobs of about 15 virtual clusters on Microsoft's Philly GPU cluster (August-December 2017) "
         "with their scheduling attempts, and per-minute GPU, CPU and memory utilisation of its machines."

@@ -44,7 +44,8 @@ DERIVATIONS: dict[str, str] = {
     "gpu_request.job_total": "GPUs listed in the detail of the job's largest attempt",
     "runtime.sum_of_attempts": "duration_s of each attempt of the job log, end - start in UTC",
     "failures.gpu_time_of_attempts": "an attempt's GPUs are the entries of the gpus lists of its detail",
-    "state.canonical": state_mapping_text(STATE_MAP) + ", and running when the last attempt has no end",
+    "state.canonical": state_mapping_text(STATE_MAP) + " (a job whose last attempt has no end keeps its status: "
+                       "the end was not logged)",
 }
 
 _CLUSTER = f"(SELECT min(cluster) FROM {JOBS_TABLE})"
