@@ -89,6 +89,10 @@ def expected_value(sql_type: str, null_strings: tuple[str, ...] = ()) -> str:
         kind = "a number"
     elif sql_type in ("BIGINT", "INTEGER"):
         kind = "a whole number"
+    elif sql_type == "TIMESTAMP":
+        kind = "a time written YYYY-MM-DD HH:MM:SS, seconds included"
+    elif sql_type == "DATE":
+        kind = "a date written YYYY-MM-DD"
     else:
         kind = f"a {sql_type.lower()} value"
     missing = [f"'{value}'" if value else "nothing" for value in null_strings]

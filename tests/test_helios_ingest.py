@@ -308,7 +308,7 @@ def _venus_log(*extra: str) -> dict[str, str]:
      ["Venus/cluster_log.csv, line 6", "found 9 fields; expected 12"]),
     ("bad time", "zip", _venus_log("1005,uA,vcX,1,8,1,COMPLETED,2020-06-13 10:00:00,2020-06-31 25:00:00,,,"),
      ["data.zip:data/Venus/cluster_log.csv, line 6, field 'start_time'", "'2020-06-31 25:00:00'",
-      "expected a timestamp"]),
+      "expected a time written YYYY-MM-DD HH:MM:SS"]),
     ("wrong log header", "folders",
      {"Earth/cluster_log.csv": LOG_HEADER.replace("queue", "wait") + "\n" + LOGS["Earth"][0]},
      ["Earth/cluster_log.csv, line 1", "header is", "expected 'job_id,user,vc"]),
