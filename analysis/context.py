@@ -138,30 +138,36 @@ class TraceContext:
         self.close()
 
 
-def open_trace(home: Path, trace: str) -> TraceContext:
-    """A `TraceContext` for `trace` in the catalog of `home`; `CatalogError` when it has no jobs."""
+def open_trace(home: Path, trace: str, require_jobs: bool = True) -> TraceContext:
+    """A `TraceContext` for `trace` in the catalog of `home`; `CatalogError` when it has no jobs
+    (with `require_jobs` False, when the catalog holds none of its tables: some figures read a
+    trace's other tables alone, e.g. its machine list)."""
     held = contextlib.ExitStack()
     try:
-        return _open(home, trace, held)
+        return _open(home, trace, held, require_jobs)
     except BaseException:
         held.close()
         raise
 
 
-def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
+def _open(home: Path, trace: str, held: contextlib.ExitStack, require_jobs: bool = True) -> TraceContext:
     registrations: dict[str, catalog.Registration] = {}
     if catalog.catalog_path(home).exists():
         con, registrations = held.enter_context(catalog.reading(home))
     registration = registrations.get(trace)
-    if registration is None or jobs_table_name(trace) not in registration.tables:
+    has_jobs = registration is not None and jobs_table_name(trace) in registration.tables
+    if registration is None or (require_jobs and not has_jobs):
         raise CatalogError(f"no jobs of trace '{trace}' in {home}; ingest or import it first "
                            f"(ddlx datasets ingest|import){did_you_mean(trace, [*TRACES, *registrations])}")
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side, and it expects
     # generated time bins to be few: with a million bins that loop takes minutes, not a second.
     con.execute("SET asof_loop_join_threshold = 0")
     tables = set(registration.tables) | set(registration.manifest.get("views", {}))
-    zone, earliest = con.execute(f"SELECT any_value(source_tz), epoch(min(submit_time)) FROM jobs "
-                                 f"WHERE trace = {sql_string(trace)}").fetchall()[0]
+    known = TRACES.get(trace)
+    zone, earliest = (known.source_tz if known else None), None
+    if has_jobs:
+        zone, earliest = con.execute(f"SELECT any_value(source_tz), epoch(min(submit_time)) FROM jobs "
+                                     f"WHERE trace = {sql_string(trace)}").fetchall()[0]
     provenance = {
         "catalog": str(catalog.catalog_path(home)),
         "store_version": registration.version,
@@ -178,7 +184,6 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
         "validation": registration.manifest.get("validation", []),
         "figures": registration.manifest.get("figures", []),
     }
-    known = TRACES.get(trace)
     import_spec = registration.manifest.get("adapter_options", {})
     wall_clock = known.wall_clock if known else has_wall_clock(import_spec, earliest)
     return TraceContext(home=home, trace=trace, con=con, tables=tables, synthetic=registration.synthetic,
@@ -186,7 +191,9 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack) -> TraceContext:
                         has_calendar_dates=wall_clock and (known.calendar_dates if known else True),
                         starts_recorded=True if known else starts_recorded(import_spec),
                         unlogged_ends=set(known.unlogged_ends) if known else set(),
-                        provenance=provenance, views=_open_views(con, trace, tables), info=known, held=held)
+                        provenance=provenance, info=known, held=held,
+                        # the canonical views are views of the jobs: none without them
+                        views=_open_views(con, trace, tables) if has_jobs else set())
 
 
 def _open_views(con: duckdb.DuckDBPyConnection, trace: str, tables: set[str]) -> set[str]:

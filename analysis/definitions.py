@@ -99,15 +99,18 @@ STATISTICS_DEFINITIONS = (
 
 
 def _declared() -> tuple[tuple[Definition, ...], list[tuple[str, dict[str, str]]]]:
-    """Every declared definition (core, analysis modules, trace folders) and each trace's (and the
-    importer's) derivations as (label, {definition id: text})."""
+    """Every declared definition (core, analysis modules, trace folders, the papers of traces read
+    through an import preset) and each trace's (and the importer's) derivations as (label,
+    {definition id: text})."""
     from ddlx.analysis.modules import MODULES, load
     from ddlx.datasets import importers
+    from ddlx.datasets.importers import reproduce as imported
     from ddlx.datasets.traces import OPTIONAL_PARTS, trace_parts
 
     declared = CORE_DEFINITIONS + STATISTICS_DEFINITIONS + tuple(d for name in MODULES for d in load(name).DEFINITIONS)
     for part in OPTIONAL_PARTS:
         declared += tuple(d for _, module in trace_parts(part) for d in getattr(module, "DEFINITIONS", ()))
+    declared += imported.DEFINITIONS  # the published figures of traces read through an import preset
     derivations = [(info.label or info.name, getattr(module, "DERIVATIONS", {}))
                    for info, module in trace_parts("views")]
     derivations.append((importers.LABEL, importers.DERIVATIONS))

@@ -184,6 +184,8 @@ class AnalysisResult:
     modules: list[ModuleResult] = field(default_factory=list)
     wall_clock: bool = True
     calendar_dates: bool = True
+    #: The published figures of the trace's papers reproduced on its data (`ddlx.reproduce.Reproduction`).
+    reproductions: list[Any] = field(default_factory=list)
     #: The settings the modules ran with (e.g. `resolution_s`, `window`).
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -202,6 +204,7 @@ class AnalysisResult:
             "synthetic": self.synthetic,
             "wall_clock": self.wall_clock,
             "calendar_dates": self.calendar_dates,
+            "reproduction": [r.to_dict() for r in self.reproductions],
             "options": dict(self.options),
             "provenance": self.provenance,
             "modules": {

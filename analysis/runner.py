@@ -10,6 +10,7 @@ from ddlx.analysis.context import open_trace
 from ddlx.analysis.model import AnalysisResult
 from ddlx.analysis.modules import MODULES, load
 from ddlx.errors import UsageError
+from ddlx.reproduce.run import profiles_for, reproduce_on
 
 
 class UnknownModuleError(UsageError):
@@ -38,6 +39,7 @@ def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
         ctx.options.update(options or {})
         result = AnalysisResult(trace, ctx.synthetic, ctx.provenance, wall_clock=ctx.has_wall_clock,
                                 calendar_dates=ctx.has_calendar_dates, options=dict(options or {}))
+        result.reproductions = [reproduce_on(ctx, profile) for profile in profiles_for(trace)]
         for name in names:
             if progress:
                 progress(f"{trace}: {name}")

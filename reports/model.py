@@ -224,6 +224,21 @@ class TraceFigure:
 
 
 @dataclass
+class ReproductionView:
+    """A paper's published figures beside ddlx's values on one trace (`ddlx reproduce`)."""
+
+    trace: str
+    profile: str
+    paper: str
+    synthetic: bool
+    #: figure, published, ddlx, difference, verdict (as `reports.reproduction.reproduction_frame`).
+    rows: list[dict[str, str]]
+    #: "[n] reason" for each figure not computed.
+    notes: list[str]
+    summary: str
+
+
+@dataclass
 class DataQuality:
     checks: list[QualityCheck]
     inputs: list[InputTable]
@@ -274,6 +289,8 @@ class Report:
     data_quality: DataQuality
     definitions: list[dict[str, str]]
     notes: list[str] = field(default_factory=list)
+    #: Published figures of the traces' papers (one view per trace and profile).
+    reproductions: list[ReproductionView] = field(default_factory=list)
     format: str = REPORT_FORMAT
 
     @property

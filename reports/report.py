@@ -38,6 +38,7 @@ from ddlx.reports.model import (
     plain,
     slug,
 )
+from ddlx.reports.reproduction import reproduction_view
 
 #: Result tables with at most this many rows (per trace) are shown in full; larger ones are listed
 #: with their file (and drawn where a chart uses them).
@@ -117,6 +118,7 @@ def assemble(inputs: Sequence[TraceInput], compare: bool, title: str | None = No
         data_quality=_data_quality(inputs),
         definitions=definitions,
         notes=notes,
+        reproductions=[reproduction_view(i.result.trace, r) for i in inputs for r in i.result.reproductions],
     )
 
 

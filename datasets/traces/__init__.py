@@ -74,9 +74,10 @@ def sample_scale(name: str) -> float:
 
 
 #: The optional parts of a trace folder: `views` (its canonical views beyond jobs, their
-#: definitions, and its derivation of the core definitions) and `analyses` (science only this
-#: trace's records allow, declared as parts of the analysis modules).
-OPTIONAL_PARTS: tuple[str, ...] = ("views", "analyses")
+#: definitions, and its derivation of the core definitions), `analyses` (science only this
+#: trace's records allow, declared as parts of the analysis modules) and `reproduce` (the
+#: published figures of its papers, `PROFILES`, with the papers' definitions).
+OPTIONAL_PARTS: tuple[str, ...] = ("views", "analyses", "reproduce")
 
 
 def trace_part(name: str, part: str) -> ModuleType | None:

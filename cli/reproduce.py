@@ -1,0 +1,52 @@
+"""`ddlx reproduce`: parse, call `ddlx.reproduce.reproduce`, render the table (or JSON, CSV).
+
+Register with `app.command("reproduce")(reproduce_command)`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ddlx.cli.options import DataHome, UseSample
+from ddlx.cli.options import data_home as _home
+from ddlx.cli.options import say as _say
+
+FORMATS = ("table", "json", "csv")
+
+
+def reproduce_command(
+    profile: Annotated[Optional[str], typer.Argument(
+        help="A paper's profile (e.g. openb-atc23); omit it to list the profiles.", show_default=False)] = None,
+    dataset: Annotated[Optional[str], typer.Option(
+        "--dataset", help="Catalog dataset to read instead of the profile's own (e.g. an import of another name).",
+        show_default=False)] = None,
+    output_format: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="Write the output to this file instead of the terminal.", show_default=False)] = None,
+    synthetic: UseSample = False,
+    data_home: DataHome = None,
+) -> None:
+    """Compute each published figure of a paper from the catalog, under the paper's definition, beside
+    the published value: figure, published, ddlx, difference, verdict."""
+    from ddlx.reports.reproduction import format_reproduction, reproduction_csv, reproduction_json
+    from ddlx.reproduce import profiles, reproduce
+
+    if output_format not in FORMATS:
+        raise typer.BadParameter("expected table, json or csv", param_hint="--format")
+    if profile is None:
+        for known in profiles().values():
+            typer.echo(f"{known.name}: {known.paper}")
+            typer.echo(f"  {known.description} Reads dataset '{known.dataset}'; {len(known.figures)} figures.")
+        return
+    result = reproduce(_home(data_home), profile, dataset, use_sample=synthetic, progress=_say)
+    text = {"json": reproduction_json, "csv": reproduction_csv}.get(output_format, format_reproduction)(result)
+    if out is None:
+        typer.echo(text, nl=not text.endswith("\n"))
+        return
+    from ddlx.atomic import write_text_atomic
+
+    write_text_atomic(out, text)
+    typer.echo(f"{result.profile.name}: {len(result.results)} figures written to {out}")

@@ -1,0 +1,186 @@
+"""The reproduction model: a `Profile` per paper lists the `PublishedFigure`s a public trace allows,
+each with where it was published, its value and unit, the definition the paper used and the
+`Tolerance` that applies; `reproduce` turns them into `FigureResult`s beside ddlx's own values.
+
+A figure's `compute` reads the catalog through a `TraceContext` (never raw files) and returns the
+value in the figure's unit, or raises `NotComputable` with the reason (the catalog lacks a table,
+the release lacks a field). A figure that no code can compute yet has no `compute` and says why in
+`pending`. Two figures that publish the same quantity differently name each other in `conflicts`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddlx.analysis.context import TraceContext
+from ddlx.analysis.definitions import Definition
+from ddlx.errors import DdlxError
+
+#: Verdicts of a figure's result.
+MATCHES = "matches"
+DIFFERS = "differs"
+NOT_HERE = "not computable here"
+NOT_YET = "not computable yet"
+SYNTHETIC = "SYNTHETIC (no verdict)"
+
+
+class NotComputable(DdlxError):
+    """A figure cannot be computed from this catalog; the message says why."""
+
+
+def require_tables(ctx: TraceContext, *tables: str) -> None:
+    """`NotComputable` naming the `tables` the catalog lacks for this trace (none: returns)."""
+    missing = [table for table in tables if not ctx.has(table)]
+    if missing:
+        raise NotComputable(f"the catalog lacks {', '.join(missing)} of '{ctx.trace}' (ingest the file holding "
+                            f"{'it' if len(missing) == 1 else 'them'})")
+
+
+def require_jobs(ctx: TraceContext) -> None:
+    """`NotComputable` when the catalog holds no jobs of this trace (only some of its other tables)."""
+    from ddlx.datasets.canonical import jobs_table_name
+
+    require_tables(ctx, jobs_table_name(ctx.trace))
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How near ddlx's value must be to the published one to match.
+
+    `exact`: equal (counts from the released files); `rounded`: equal once ddlx's value is rounded
+    to the `amount` decimals the value was published with; `within`: at most `amount` away (the
+    stated reading error of a value read off a figure, or a stated rounding)."""
+
+    kind: str
+    amount: float = 0.0
+    why: str = ""
+
+    def matches(self, published: float, value: float) -> bool:
+        if self.kind == "exact":
+            return value == published
+        if self.kind == "rounded":
+            return _round_half_up(value, int(self.amount)) == round(published, int(self.amount))
+        return abs(value - published) <= self.amount + 1e-9 * max(1.0, abs(published))
+
+    def text(self, unit: str) -> str:
+        if self.kind == "exact":
+            return "exact"
+        if self.kind == "rounded":
+            places = int(self.amount)
+            return f"equal when rounded to {places} decimal{'s' if places != 1 else ''}"
+        return f"within ±{self.amount:g} {unit}" + (f" ({self.why})" if self.why else "")
+
+
+def _round_half_up(value: float, places: int) -> float:
+    """`value` rounded to `places` decimals, halves away from zero (as a paper's table rounds)."""
+    scale = 10 ** places
+    return math.copysign(math.floor(abs(value) * scale + 0.5 + 1e-9) / scale, value)
+
+
+EXACT = Tolerance("exact")
+
+
+def rounded(places: int) -> Tolerance:
+    """Matches when ddlx's value rounds to the published one at `places` decimals."""
+    return Tolerance("rounded", places)
+
+
+def within(amount: float, why: str) -> Tolerance:
+    """Matches when ddlx's value is at most `amount` (in the figure's unit) from the published one."""
+    return Tolerance("within", amount, why)
+
+
+@dataclass(frozen=True)
+class PublishedFigure:
+    """One published number: `what` it is, `source` (paper table or figure, repository file),
+    `published` value in `unit`, the `definition` id the paper used, the `tolerance`, and how to
+    compute it from the catalog."""
+
+    id: str
+    what: str
+    source: str
+    published: float | None
+    unit: str
+    definition: str
+    tolerance: Tolerance = EXACT
+    compute: Callable[[TraceContext], float | int | None] | None = None
+    #: Why no code computes it yet (only when `compute` is None).
+    pending: str = ""
+    #: Ids of figures of the same profile that publish the same quantity another way.
+    conflicts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The published figures of one paper that its public trace allows.
+
+    `dataset` is the catalog name it reads by default (a registered trace, or the name an import
+    preset is usually given); `get_data` says how to put that data in the catalog."""
+
+    name: str
+    paper: str
+    dataset: str
+    description: str
+    get_data: str
+    figures: tuple[PublishedFigure, ...]
+    definitions: tuple[Definition, ...] = ()
+
+    def figure(self, figure_id: str) -> PublishedFigure:
+        return next(f for f in self.figures if f.id == figure_id)
+
+
+@dataclass
+class FigureResult:
+    """A figure beside ddlx's value: `verdict` one of matches, differs, not computable here/yet,
+    or SYNTHETIC (no verdict on a generated sample); `reason` says why a figure was not computed."""
+
+    figure: PublishedFigure
+    value: float | None
+    verdict: str
+    reason: str = ""
+
+    @property
+    def difference(self) -> float | None:
+        if self.value is None or self.figure.published is None:
+            return None
+        return self.value - self.figure.published
+
+    def to_dict(self, synthetic: bool) -> dict[str, Any]:
+        f = self.figure
+        return {
+            "id": f.id, "what": f.what, "source": f.source, "published": f.published, "unit": f.unit,
+            "definition": f.definition, "tolerance": f.tolerance.text(f.unit), "value": self.value,
+            "value_is_synthetic": synthetic and self.value is not None,
+            "difference": None if synthetic else self.difference,
+            "verdict": self.verdict, "reason": self.reason, "conflicts": list(f.conflicts),
+        }
+
+
+@dataclass
+class Reproduction:
+    """One profile reproduced on one catalog: every figure's result, and where the data came from."""
+
+    profile: Profile
+    dataset: str
+    synthetic: bool
+    home: str
+    results: list[FigureResult] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """How many figures got each verdict."""
+        found: dict[str, int] = {}
+        for result in self.results:
+            found[result.verdict] = found.get(result.verdict, 0) + 1
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": "ddlx-reproduction/1",
+            "profile": self.profile.name, "paper": self.profile.paper, "dataset": self.dataset,
+            "synthetic": self.synthetic, "data_home": self.home, "verdicts": self.counts(),
+            "figures": [r.to_dict(self.synthetic) for r in self.results],
+            "definitions": {d.id: d.text for d in self.profile.definitions},
+        }

@@ -1,0 +1,117 @@
+"""Finding the profiles and reproducing one on a catalog.
+
+Profiles are declared where the knowledge of their data lives: a trace folder's `reproduce`
+module (`PROFILES`) for a registered trace, the importer's `reproduce` module for traces read
+through an import preset. This module names no trace.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+from ddlx.analysis.context import TraceContext, open_trace
+from ddlx.analysis.definitions import get_definition
+from ddlx.errors import CatalogError, DdlxError, UnknownDatasetError, did_you_mean
+from ddlx.reproduce.model import (
+    DIFFERS,
+    MATCHES,
+    NOT_HERE,
+    NOT_YET,
+    SYNTHETIC,
+    FigureResult,
+    NotComputable,
+    Profile,
+    PublishedFigure,
+    Reproduction,
+)
+
+
+@lru_cache(maxsize=None)
+def profiles() -> dict[str, Profile]:
+    """Every profile by name: the trace folders' (in registry order), then the importer's."""
+    from ddlx.datasets.importers import reproduce as imported
+    from ddlx.datasets.traces import trace_parts
+
+    modules = [module for _, module in trace_parts("reproduce")] + [imported]
+    found: dict[str, Profile] = {}
+    for module in modules:
+        for profile in module.PROFILES:
+            if profile.name in found:
+                raise DdlxError(f"profile '{profile.name}' is declared twice")
+            found[profile.name] = profile
+    return found
+
+
+def get_profile(name: str) -> Profile:
+    """The profile called `name`; `UnknownDatasetError` naming the known ones."""
+    known = profiles()
+    if name not in known:
+        raise UnknownDatasetError(f"unknown profile '{name}'; expected one of: {', '.join(known)}"
+                                  f"{did_you_mean(name, known)}")
+    return known[name]
+
+
+def profiles_for(dataset: str) -> list[Profile]:
+    """The profiles that read `dataset` by default (a trace's own papers)."""
+    return [p for p in profiles().values() if p.dataset == dataset]
+
+
+def reproduce(home: Path, profile: str | Profile, dataset: str | None = None, use_sample: bool = False,
+              progress: Callable[[str], None] | None = None) -> Reproduction:
+    """Compute every figure of `profile` from the catalog of `home` (the profile's dataset, or
+    `dataset`). A registered trace that is not ingested is read from its SYNTHETIC sample (as
+    `ddlx analyze` does; `use_sample` forces it): its values are labelled SYNTHETIC and get no
+    verdict. A dataset that is in neither place leaves every figure not computable here."""
+    from ddlx.datasets.catalog import read_registrations
+    from ddlx.datasets.synthetic import ensure_sample
+    from ddlx.datasets.traces import TRACES, sample_scale
+
+    chosen = profile if isinstance(profile, Profile) else get_profile(profile)
+    name = dataset or chosen.dataset
+    data_home = Path(home)
+    if use_sample or name not in read_registrations(data_home):
+        if name not in TRACES:
+            if use_sample:
+                raise CatalogError(f"'{name}' is not a registered trace, so it has no SYNTHETIC sample")
+            reason = f"the catalog of {home} holds no dataset '{name}'. {chosen.get_data}"
+            return Reproduction(chosen, name, False, str(home), [_not_computed(f, reason) for f in chosen.figures])
+        if progress:
+            progress(f"{name}: {'--synthetic' if use_sample else f'not in the catalog of {home}'}: using a "
+                     f"SYNTHETIC sample from ddlx's generator (scale {sample_scale(name)}). {chosen.get_data}")
+        data_home = ensure_sample(data_home, name, progress=progress)
+    with open_trace(data_home, name, require_jobs=False) as ctx:
+        results = [_result(ctx, figure) for figure in chosen.figures]
+        return Reproduction(chosen, name, ctx.synthetic, str(data_home), results)
+
+
+def reproduce_on(ctx: TraceContext, profile: Profile) -> Reproduction:
+    """`profile` reproduced on an open trace (the analysis runner's)."""
+    return Reproduction(profile, ctx.trace, ctx.synthetic, str(ctx.home), [_result(ctx, f) for f in profile.figures])
+
+
+def _not_computed(figure: PublishedFigure, reason: str) -> FigureResult:
+    if figure.compute is None:
+        return FigureResult(figure, None, NOT_YET, figure.pending)
+    return FigureResult(figure, None, NOT_HERE, reason)
+
+
+def _result(ctx: TraceContext, figure: PublishedFigure) -> FigureResult:
+    get_definition(figure.definition)  # a figure names a registered definition
+    if figure.compute is None:
+        return FigureResult(figure, None, NOT_YET, figure.pending)
+    try:
+        raw = figure.compute(ctx)
+    except NotComputable as exc:
+        return FigureResult(figure, None, NOT_HERE, str(exc))
+    if raw is None or (isinstance(raw, float) and not math.isfinite(raw)):
+        return FigureResult(figure, None, NOT_HERE, "no value: the data holds no record this figure counts")
+    value = float(raw)
+    if ctx.synthetic:
+        return FigureResult(figure, value, SYNTHETIC, "computed on a SYNTHETIC sample, not the real trace")
+    if figure.published is None:
+        return FigureResult(figure, value, NOT_YET, figure.pending or "no published value to compare with")
+    verdict = MATCHES if figure.tolerance.matches(figure.published, value) else DIFFERS
+    return FigureResult(figure, value, verdict)
