@@ -3,6 +3,7 @@ its final one, flushed to disk, and renamed into place in one step.
 
 - `atomic_file(path)`: a temporary path to write; renamed over `path` when the block succeeds.
 - `write_text_atomic(path, text)`: the same for a text.
+- `write_parquet_file(frame, path)`: a Parquet file whose write fails as an `OSError` on a full disk.
 - `replace_folder(path, build)`: a folder replaced whole (old or new, never a mix) under a lock, with
   what killed runs left beside it cleaned first.
 
@@ -21,7 +22,10 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import polars as pl
 
 T = TypeVar("T")
 
@@ -67,6 +71,17 @@ def atomic_file(path: Path, mode: int | None = None, durable: bool = True) -> It
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_parquet_file(frame: "pl.DataFrame", path: Path, compression: str = "zstd") -> None:
+    """Write `frame` to `path` as Parquet, encoded in memory first: a full disk or a file-size limit
+    is then an `OSError`, where polars writing the file itself may report it as a malformed file
+    ("Invalid thrift: transport error")."""
+    import io
+
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer, compression=compression)
+    Path(path).write_bytes(buffer.getbuffer())
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from ddlx.atomic import atomic_file, replace_folder
+from ddlx.atomic import atomic_file, replace_folder, write_parquet_file
 from ddlx.predict import features as feature_defs
 from ddlx.predict.features import FEATURE_VERSION, PredictError
 from ddlx.predict.metrics import METRICS
@@ -346,7 +346,7 @@ def write_table(frame: pl.DataFrame, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(out) as tmp:
         if suffix == ".parquet":
-            frame.write_parquet(tmp, compression="zstd")
+            write_parquet_file(frame, tmp)
         else:
             frame.write_csv(tmp)
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from ddlx.analysis.model import AnalysisResult, table_file
-from ddlx.atomic import replace_folder
+from ddlx.atomic import replace_folder, write_parquet_file
 from ddlx.errors import StorageError, storage_errors
 from ddlx.reports.text import json_value
 
@@ -62,7 +62,7 @@ def write_results_into(result: AnalysisResult, folder: Path, with_report: bool =
             frames[table_file(module.module, table.name)] = table.frame
     for name, frame in frames.items():
         frame = frame.with_columns(pl.lit(result.trace).alias("trace"), pl.lit(result.synthetic).alias("synthetic"))
-        frame.write_parquet(folder / name)
+        write_parquet_file(frame, folder / name)
     if with_report:
         from ddlx.reports.render import write_report
 
