@@ -212,6 +212,21 @@ GPU_TASKS = CanonicalView(
     ),
 )
 
+GPU_TASK_LISTS = CanonicalView(
+    "gpu_task_lists",
+    "Every task list the trace publishes (its real workload and any resampled variants), with what "
+    "each task asks of one node: the input of placement experiments (one row per task and list).",
+    (
+        CanonicalColumn("task_list", "VARCHAR", "name of the list (the real workload's is 'default')"),
+        CanonicalColumn("task", "VARCHAR", "task name"),
+        CanonicalColumn("num_gpus", "BIGINT", "GPUs asked (whole GPUs when above 1)"),
+        CanonicalColumn("gpu_milli", "BIGINT", "share of its one GPU a task asking for 1 GPU takes, thousandths"),
+        CanonicalColumn("cpu_milli", "BIGINT", "CPU asked, thousandths of a core"),
+        CanonicalColumn("memory_mib", "BIGINT", "main memory asked, MiB"),
+        CanonicalColumn("gpu_models", "VARCHAR", "GPU models it may run on, separated by '|'; NULL: any"),
+    ),
+)
+
 #: The canonical views beyond jobs, by name.
 VIEWS: dict[str, CanonicalView] = {view.name: view for view in (GPU_CAPACITY, ATTEMPTS, GPU_INSTANCE_REQUESTS,
-                                                                 GPU_NODES, GPU_TASKS)}
+                                                                 GPU_NODES, GPU_TASKS, GPU_TASK_LISTS)}

@@ -5,7 +5,9 @@ definitions.
 - `gpu_nodes`: that node list (all_node when ingested, else gpu_node: the two hold the same GPU
   nodes under other names, so only one is used);
 - `gpu_tasks`: the pods of the real workload (`default`), with what each asks of one node and
-  when it was created, scheduled and deleted (seconds from the trace start).
+  when it was created, scheduled and deleted (seconds from the trace start);
+- `gpu_task_lists`: every pod list ingested (the real `default` and the owners' resamplings), with
+  what each pod asks of one node: the input of the fill-up placement experiment.
 """
 
 from __future__ import annotations
@@ -59,4 +61,8 @@ def canonical_views(present: set[str]) -> dict[str, str]:
             SELECT name AS task, num_gpu AS num_gpus, gpu_milli, cpu_milli, memory_mib, gpu_spec AS gpu_models,
                    creation_time AS submit_s, scheduled_time AS start_s, deletion_time AS end_s
             FROM {PODS} WHERE workload = '{REAL_WORKLOAD}'"""
+        views["gpu_task_lists"] = f"""
+            SELECT workload AS task_list, name AS task, num_gpu AS num_gpus, gpu_milli, cpu_milli, memory_mib,
+                   gpu_spec AS gpu_models
+            FROM {PODS}"""
     return views
