@@ -222,6 +222,7 @@ def datasets_synth(
 
 
 from ddlx.cli.importing import datasets_import  # noqa: E402
+from ddlx.cli.placement import placement_command  # noqa: E402
 from ddlx.cli.predict import predict_app  # noqa: E402
 from ddlx.cli.report import report_app  # noqa: E402
 from ddlx.cli.reproduce import reproduce_command  # noqa: E402
@@ -230,6 +231,7 @@ from ddlx.cli.simulate import simulate_command  # noqa: E402
 datasets_app.command("import")(datasets_import)
 app.command("simulate")(simulate_command)
 app.command("reproduce")(reproduce_command)
+app.command("placement")(placement_command)
 app.add_typer(report_app, name="report")
 app.add_typer(predict_app, name="predict")
 

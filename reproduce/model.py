@@ -111,6 +111,9 @@ class PublishedFigure:
     pending: str = ""
     #: Ids of figures of the same profile that publish the same quantity another way.
     conflicts: tuple[str, ...] = ()
+    #: Computed by an experiment that takes tens of seconds (`ddlx reproduce` runs it; an analysis
+    #: lists it as not computed there).
+    experiment: bool = False
 
 
 @dataclass(frozen=True)

@@ -83,13 +83,15 @@ def reproduce(home: Path, profile: str | Profile, dataset: str | None = None, us
                      f"SYNTHETIC sample from ddlx's generator (scale {sample_scale(name)}). {chosen.get_data}")
         data_home = ensure_sample(data_home, name, progress=progress)
     with open_trace(data_home, name, require_jobs=False) as ctx:
-        results = [_result(ctx, figure) for figure in chosen.figures]
+        results = [_result(ctx, figure, experiments=True) for figure in chosen.figures]
         return Reproduction(chosen, name, ctx.synthetic, str(data_home), results)
 
 
-def reproduce_on(ctx: TraceContext, profile: Profile) -> Reproduction:
-    """`profile` reproduced on an open trace (the analysis runner's)."""
-    return Reproduction(profile, ctx.trace, ctx.synthetic, str(ctx.home), [_result(ctx, f) for f in profile.figures])
+def reproduce_on(ctx: TraceContext, profile: Profile, experiments: bool = False) -> Reproduction:
+    """`profile` reproduced on an open trace (the analysis runner's); figures computed by an
+    experiment only with `experiments`, else listed as not computed here."""
+    return Reproduction(profile, ctx.trace, ctx.synthetic, str(ctx.home),
+                        [_result(ctx, f, experiments) for f in profile.figures])
 
 
 def _not_computed(figure: PublishedFigure, reason: str) -> FigureResult:
@@ -98,10 +100,13 @@ def _not_computed(figure: PublishedFigure, reason: str) -> FigureResult:
     return FigureResult(figure, None, NOT_HERE, reason)
 
 
-def _result(ctx: TraceContext, figure: PublishedFigure) -> FigureResult:
+def _result(ctx: TraceContext, figure: PublishedFigure, experiments: bool) -> FigureResult:
     get_definition(figure.definition)  # a figure names a registered definition
     if figure.compute is None:
         return FigureResult(figure, None, NOT_YET, figure.pending)
+    if figure.experiment and not experiments:
+        return FigureResult(figure, None, NOT_HERE, "computed by an experiment that an analysis does not run: "
+                                                    "run `ddlx reproduce` for this profile")
     try:
         raw = figure.compute(ctx)
     except NotComputable as exc:

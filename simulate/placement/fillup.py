@@ -13,6 +13,7 @@ A pod that fits nowhere fails and is dropped; its request still counts as arrive
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -130,7 +131,8 @@ def run_experiment(nodes: pl.DataFrame | Cluster, pods: pl.DataFrame, policies: 
     target = target_workload(pods)
     jobs = [(cluster, pods, p, int(s), target) for p in policies for s in seeds]
     if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # spawn, not fork: forking after polars has started its thread pool can deadlock
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             tables = list(pool.map(_run_one, jobs))
     else:
         tables = [_run_one(j) for j in jobs]

@@ -1,0 +1,125 @@
+"""The fill-up experiment as ddlx runs and reports it: every policy and seed on one dataset's
+nodes and task list, the curves of the paper (unallocated GPU share against arrived workload,
+mean and spread over seeds), the table at chosen workload levels, and FGD's gain over the best
+other policy. Written as Parquet and JSON (`write_experiment`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ddlx.simulate.placement.fillup import run_experiment, summary_at
+from ddlx.simulate.placement.inputs import PlacementInputs
+from ddlx.simulate.placement.policies import POLICIES
+
+#: Arrived-workload levels of the summary table (shares of GPU capacity).
+LEVELS: tuple[float, ...] = (0.9, 0.95, 1.0)
+#: Levels of the curves: every percent of capacity from 50 % to 100 %.
+CURVE_LEVELS: tuple[float, ...] = tuple(round(0.5 + i / 100, 2) for i in range(51))
+#: The policy whose gain the experiment states, and the policies it is compared with.
+GAIN_POLICY = "fgd"
+
+
+@dataclass
+class PlacementExperiment:
+    """One fill-up experiment: its inputs, the per-arrival table of every run, the curves, the
+    summary at `LEVELS` and the gain of `GAIN_POLICY` over the best other policy."""
+
+    source: dict[str, Any]
+    policies: list[str]
+    seeds: list[int]
+    steps: pl.DataFrame
+    curves: pl.DataFrame
+    summary: pl.DataFrame
+    gain: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": "ddlx-placement/1", **({"label": "SYNTHETIC"} if self.source.get("synthetic") else {}),
+            "source": self.source, "policies": self.policies, "seeds": self.seeds,
+            "definitions": {
+                "arrived_workload": "GPUs requested by the tasks arrived so far (placed or not) / GPU capacity",
+                "unallocated_share": "1 - GPUs allocated to placed tasks / GPU capacity",
+                "fragmented_share": "the paper's cluster fragmentation (sum over nodes of F_n(M)) / GPU capacity",
+            },
+            "summary": self.summary.to_dicts(), "gain": self.gain,
+            "seconds_per_policy": {p: round(float(s), 3) for p, s in self.steps.group_by("policy").agg(
+                pl.col("run_seconds").unique().sum()).iter_rows()},
+        }
+
+
+def default_workers() -> int:
+    """Processes for the runs: the cores this process may use (at least one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_placement(inputs: PlacementInputs, policies: list[str] | None = None, seeds: int = 10,
+                  workers: int | None = None) -> PlacementExperiment:
+    """Fill the cluster of `inputs` with its tasks under each of `policies` (default: all) for
+    seeds 0..`seeds`-1."""
+    chosen = list(policies or POLICIES)
+    seed_list = list(range(seeds))
+    steps = run_experiment(inputs.nodes, inputs.tasks, chosen, seed_list,
+                           workers=workers if workers is not None else default_workers())
+    curves = curves_of(steps)
+    experiment = PlacementExperiment(dict(inputs.source), chosen, seed_list, steps, curves,
+                                     summary_at(steps, LEVELS), gain_of(curves, inputs.source.get("gpus")))
+    return experiment
+
+
+def curves_of(steps: pl.DataFrame, levels: tuple[float, ...] = CURVE_LEVELS) -> pl.DataFrame:
+    """Per policy and arrived-workload level: mean, min and max over seeds of the unallocated GPU
+    share, and the mean fragmented share, at the first arrival that reaches the level."""
+    summary = summary_at(steps, levels).rename({"mean": "unallocated_mean", "min": "unallocated_min",
+                                                "max": "unallocated_max"})
+    fragmented = []
+    for level in levels:
+        first = (steps.filter(pl.col("arrived_workload") >= level - 1e-12)
+                 .group_by("policy", "seed").agg(pl.col("fragmented_share").sort_by("step").first()))
+        fragmented.append(first.group_by("policy").agg(pl.lit(level).alias("level"),
+                                                       pl.col("fragmented_share").mean().alias("fragmented_mean")))
+    return summary.join(pl.concat(fragmented), on=["policy", "level"], how="left").sort("policy", "level")
+
+
+def gain_of(curves: pl.DataFrame, gpus: int | None) -> dict[str, Any]:
+    """The largest relative cut of `GAIN_POLICY`'s mean unallocated share against the best other
+    policy at the same level (the paper's "up to x % fewer unallocated GPUs"), where both are
+    above zero; empty when the policy or a rival did not run."""
+    mine = curves.filter(pl.col("policy") == GAIN_POLICY).select("level", pl.col("unallocated_mean").alias("own"))
+    rivals = (curves.filter(pl.col("policy") != GAIN_POLICY).sort("unallocated_mean")
+              .group_by("level", maintain_order=True).agg(pl.col("policy").first().alias("best_other"),
+                                                          pl.col("unallocated_mean").first().alias("best")))
+    both = mine.join(rivals, on="level").filter(pl.col("best") > 0)
+    if both.is_empty():
+        return {}
+    both = both.with_columns(((pl.col("best") - pl.col("own")) / pl.col("best")).alias("cut"))
+    top = both.sort("cut", descending=True).row(0, named=True)
+    return {"policy": GAIN_POLICY, "level": top["level"], "best_other": top["best_other"],
+            "cut_share": top["cut"], "own_unallocated": top["own"], "best_other_unallocated": top["best"],
+            "cut_gpus": (top["best"] - top["own"]) * gpus if gpus else None}
+
+
+def write_experiment(experiment: PlacementExperiment, out_dir: Path) -> list[Path]:
+    """Write `steps.parquet`, `curves.parquet`, `summary.parquet` and `experiment.json` as the folder
+    `out_dir`, replaced whole (`ddlx.atomic.replace_folder`)."""
+    from ddlx.atomic import replace_folder, write_parquet_file
+    from ddlx.errors import storage_errors
+
+    def build(folder: Path) -> list[Path]:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, frame in (("steps", experiment.steps), ("curves", experiment.curves),
+                            ("summary", experiment.summary)):
+            write_parquet_file(frame, folder / f"{name}.parquet")
+        (folder / "experiment.json").write_text(json.dumps(experiment.to_dict(), indent=2, default=str) + "\n")
+        return sorted(p.relative_to(folder) for p in folder.iterdir())
+
+    with storage_errors(out_dir, "writing the placement results"):
+        return [out_dir / p for p in replace_folder(Path(out_dir), build)]
