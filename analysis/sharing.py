@@ -10,8 +10,12 @@ Parts and what they read:
   those traces declare these parts themselves (`ddlx.analysis.trace_parts`, slots `colocation`
   and `gpu_memory`);
 - fragmentation (canonical `gpu_nodes` and `gpu_tasks` views): a replay of the tasks on the
-  nodes, computed by `ddlx.analysis.placement` (`replay_fragmentation`), whose definitions this
-  module declares with its own and whose results it writes.
+  nodes with their real arrivals and departures, computed by `ddlx.analysis.departure_replay`
+  (`replay_fragmentation`), whose definitions this module declares with its own and whose results
+  it writes;
+- the fill-up experiment of the FGD paper (canonical `gpu_nodes` and `gpu_task_lists` views): the
+  real workload fills the GPU nodes without departures under each placement policy
+  (`ddlx.simulate.placement`), a few seeds (option `placement_seeds`, default 3).
 Every trace records each part it lacks as not applicable, with the reason.
 """
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ddlx.analysis import placement
+from ddlx.analysis import departure_replay
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
@@ -51,9 +55,23 @@ DEFINITIONS: tuple[Definition, ...] = (
         "out). An instance shares a GPU when it asks for a part of one. {derivations}. Counted: "
         "instances, and jobs with at least one such instance.",
     ),
-    # The fragmentation replay's definitions: ddlx.analysis.placement is not an analysis module of
+    Definition(
+        "sharing.fill_up", "Unallocated GPUs in the fill-up experiment (FGD paper)", "fraction",
+        "The fill-up experiment of Weng et al. (ATC'23), as ddlx placement runs it: the trace's real "
+        "task list (gpu_task_lists 'default'), shuffled per seed and topped up with tasks drawn from "
+        "it with replacement, arrives without departures on the GPU nodes (gpu_nodes with GPUs) until "
+        "the GPUs requested reach the GPU capacity, under each placement policy (random, dotprod, "
+        "gpu-clustering, gpu-packing, best-fit, fgd; docs/placement.md gives their scoring rules). A "
+        "task that fits on no node fails and stays counted as arrived. Arrived workload: GPUs "
+        "requested by the arrived tasks / capacity. Unallocated share: 1 - allocated GPUs / capacity, "
+        "at the first arrival that reaches a workload level; mean, min and max over the seeds. "
+        "Fragmented share: the paper's cluster fragmentation (sum over nodes of F_n(M), M the "
+        "popular task classes) / capacity. FGD's cut: (best other policy's mean unallocated share - "
+        "FGD's) / the best other's, at the level from 50 % to 100 % where it is largest.",
+    ),
+    # The fragmentation replay's definitions: ddlx.analysis.departure_replay is not an analysis module of
     # its own (its results are this module's), so `registry()` finds them here.
-    *placement.DEFINITIONS,
+    *departure_replay.DEFINITIONS,
 )
 
 
@@ -122,8 +140,45 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     run_trace_parts(ctx, result, "gpu_memory",
                     ("GPU memory used against device capacity",
                      "the trace records no GPU memory use per instance with its machine"))
-    placement.analyze_fragmentation(ctx, result)
+    departure_replay.analyze_fragmentation(ctx, result)
+    _analyze_fill_up(ctx, result)
     return result
+
+
+#: Seeds of the fill-up experiment in an analysis (`ddlx placement` runs ten by default).
+DEFAULT_FILL_UP_SEEDS = 3
+
+
+def _analyze_fill_up(ctx: TraceContext, result: ModuleResult) -> None:
+    """The FGD paper's fill-up experiment on the trace's real task list (definition sharing.fill_up)."""
+    from ddlx.simulate.placement.experiment import LEVELS, run_placement
+    from ddlx.simulate.placement.inputs import DEFAULT_TASK_LIST, inputs_from
+
+    if not ctx.has_view("gpu_nodes") or not (ctx.has_view("gpu_task_lists") or ctx.has_view("gpu_tasks")):
+        result.skip("fill-up placement experiment (FGD paper)",
+                    "the trace publishes no node list with per-task requests (gpu_nodes, gpu_task_lists)")
+        return
+    seeds = int(ctx.options.get("placement_seeds") or DEFAULT_FILL_UP_SEEDS)
+    inputs = inputs_from(ctx, DEFAULT_TASK_LIST, "gpu")
+    if inputs.nodes.is_empty() or inputs.tasks.is_empty():
+        result.skip("fill-up placement experiment (FGD paper)", "the node list has no GPU node, or no task")
+        return
+    experiment = run_placement(inputs, None, seeds)
+    row = (f"a placement policy and an arrived-workload level (share of GPU capacity); {seeds} seeds, "
+           f"{inputs.source['nodes']:,} GPU nodes, {inputs.source['gpus']:,} GPUs")
+    result.add("fill_up_curves", experiment.curves, ("sharing.fill_up",), row)
+    result.add("fill_up_summary", experiment.summary, ("sharing.fill_up",), row)
+    population = (f"fill-up of the real task list on {inputs.source['gpus']:,} GPUs, {seeds} seeds "
+                  "(ddlx placement runs more)")
+    full = experiment.summary.filter((pl.col("policy") == "fgd") & (pl.col("level") == LEVELS[-1]))
+    if full.height:
+        result.add_finding("fill_up_fgd_unallocated", "GPU share left unallocated by FGD when the arrived tasks "
+                           "ask for the whole capacity", full["mean"][0], "fraction", "sharing.fill_up", population)
+    gain = experiment.gain
+    if gain:
+        result.add_finding("fill_up_fgd_cut", f"fewer GPUs left unallocated by FGD than by the best other "
+                           f"policy ({gain['best_other']}), at {gain['level']:.0%} arrived workload",
+                           gain["cut_share"], "fraction", "sharing.fill_up", population)
 
 
 def _analyze_fractions(ctx: TraceContext, result: ModuleResult) -> None:

@@ -151,7 +151,7 @@ def test_pai_gpu_memory_against_device_capacity(pai_home: Path) -> None:
     cdf = result.table("gpu_memory_cdf")
     mean_t4 = cdf.filter((pl.col("gpu_type") == "T4") & (pl.col("statistic") == "mean"))
     assert (mean_t4["value"].min(), mean_t4["value"].max()) == (pytest.approx(0.3125), pytest.approx(0.625))
-    assert _skipped(result) == {"fragmentation of GPU capacity (replay)"}
+    assert _skipped(result) == {"fragmentation of GPU capacity (replay)", "fill-up placement experiment (FGD paper)"}
 
 
 def test_every_sized_gpu_model_has_a_source_and_is_in_the_definition() -> None:
@@ -261,6 +261,22 @@ def test_v2023_replay_series_matches_the_hand_replay(v2023_home: Path) -> None:
     assert series["t"].dt.epoch("s").to_list() == EVENT_TIMES
 
 
+def test_v2023_fill_up_experiment_in_the_sharing_section(v2023_home: Path) -> None:
+    """The FGD paper's fill-up, three seeds, on the hand-made GPU nodes: a curve per policy over the
+    levels 50-100 %, the table at 90/95/100 %, and findings that read them."""
+    from ddlx.simulate.placement import POLICIES
+
+    result = _sharing(v2023_home, "pai-v2023")
+    curves, summary = result.table("fill_up_curves"), result.table("fill_up_summary")
+    assert set(curves["policy"]) == set(POLICIES) and curves.height == len(POLICIES) * 51
+    assert curves["unallocated_min"].le(curves["unallocated_mean"]).all()
+    assert curves["unallocated_mean"].le(curves["unallocated_max"]).all()
+    assert summary.filter(pl.col("policy") == "fgd")["seeds"].to_list() == [3, 3, 3]
+    fgd_full = summary.filter((pl.col("policy") == "fgd") & (pl.col("level") == 1.0))["mean"].item()
+    assert result.finding("fill_up_fgd_unallocated").value == fgd_full
+    assert "sharing.fill_up" in result.tables[[t.name for t in result.tables].index("fill_up_curves")].definitions
+
+
 def test_v2023_replay_time_weighted_means_and_outcomes(v2023_home: Path) -> None:
     result = _sharing(v2023_home, "pai-v2023")
     # Each state holds until the next instant; from 10 to 400 = 390 s.
@@ -326,7 +342,7 @@ def test_whole_gpu_dataset_skips_every_part(tmp_path: Path) -> None:
     assert _skipped(result) == {
         "fractional GPU requests (GPU sharing)", "instances running at once per machine",
         "workers per machine (machine_num_worker)", "GPU memory used against device capacity",
-        "fragmentation of GPU capacity (replay)"}
+        "fragmentation of GPU capacity (replay)", "fill-up placement experiment (FGD paper)"}
     assert all(n.why for n in result.not_applicable)
 
 

@@ -1,5 +1,6 @@
-"""Placement: a replay of a trace's real tasks (pods) on its real nodes, which tracks how the free
-GPU capacity fragments.
+"""Departure replay: the trace's real tasks (pods) replayed on its real nodes with their real
+arrivals and departures, tracking how the free GPU capacity fragments. (The FGD paper's fill-up
+experiment, without departures and policy by policy, is `ddlx.simulate.placement`.)
 
 Data: the canonical `gpu_nodes` view (the nodes: GPUs, GPU model, CPU, memory) and `gpu_tasks`
 view (the tasks of the workload: GPUs and share asked, CPU, memory, allowed GPU models, creation,
@@ -427,7 +428,7 @@ def analyze_fragmentation(ctx: TraceContext, result: ModuleResult) -> None:
     pods = result.add("fragmentation_pods", replay.pods, ("sharing.fragmentation.replay",),
                       "an outcome of the replay for default pods")
     overall = by_model.filter(pl.col("gpu_model") == ALL)
-    population = "the replay of the default workload, first to last event"
+    population = "the replay of the default workload with its real arrivals and departures, first to last event"
     replayed = int(pods.filter(pl.col("outcome").is_in(["placed", "unplaced"]))["pods"].sum())
     result.add_finding("fragmented_gpus_mean", "mean fragmented GPU capacity (time-weighted)",
                        overall["mean_fragmented_gpus"][0], "GPUs", "sharing.fragmentation.unusable_gpus", population,
