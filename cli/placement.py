@@ -47,8 +47,9 @@ def render(experiment: "PlacementExperiment") -> str:
 
 
 def placement_command(
-    dataset: Annotated[str, typer.Option(
-        "--dataset", help="Dataset whose nodes and task lists are used.")] = "pai-v2023",
+    dataset: Annotated[Optional[str], typer.Option(
+        "--dataset", help="Dataset whose nodes and task lists are used (default: the first registered trace "
+        "that publishes them).", show_default=False)] = None,
     task_list: Annotated[str, typer.Option(
         "--pod-list", help="Task list to draw from: 'default' (the real workload) or a variant list.")] = "default",
     policies: Annotated[Optional[str], typer.Option(
@@ -69,13 +70,14 @@ def placement_command(
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
     from ddlx.simulate.placement import POLICIES
     from ddlx.simulate.placement.experiment import run_placement, write_experiment
-    from ddlx.simulate.placement.inputs import read_inputs
+    from ddlx.simulate.placement.inputs import default_dataset, read_inputs
 
     chosen = [p.strip() for p in (policies or "").split(",") if p.strip()] or list(POLICIES)
     unknown = [p for p in chosen if p not in POLICIES]
     if unknown:
         raise typer.BadParameter(f"unknown policy {unknown[0]!r}; expected some of: {', '.join(POLICIES)}",
                                  param_hint="--policies")
+    dataset = dataset or default_dataset()
     home = home_with_jobs_or_sample(_home(data_home), dataset, synthetic, progress=_say)
     inputs = read_inputs(home, dataset, task_list, nodes)
     _say(f"{dataset}: filling {inputs.source['gpus']:,} GPUs under {len(chosen)} policies x {seeds} seeds")

@@ -40,6 +40,25 @@ class PlacementInputs:
     source: dict[str, Any] = field(default_factory=dict)
 
 
+class _AnyTable(set):
+    """Stands for a catalog holding every table: what a trace can publish at most."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def default_dataset() -> str:
+    """The first registered trace that publishes a node list and task lists (the canonical
+    `gpu_nodes` and `gpu_task_lists` views)."""
+    from ddlx.datasets.traces import trace_parts
+
+    for info, module in trace_parts("views"):
+        views = module.canonical_views(_AnyTable())
+        if "gpu_nodes" in views and "gpu_task_lists" in views:
+            return info.name
+    raise PlacementInputError("no registered trace publishes a node list with task lists; name one with --dataset")
+
+
 def task_lists(ctx: TraceContext) -> list[str]:
     """The task lists `ctx`'s dataset publishes (the real workload first)."""
     if ctx.has_view("gpu_task_lists"):
