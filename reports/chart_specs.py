@@ -78,6 +78,8 @@ class ChartSpec:
     key: str = ""
     note: str = ""
     null_label: str = "(none)"
+    #: Columns (low, high) of the spread of the first measure, drawn as a band around its line.
+    band: tuple[str, str] | None = None
 
     @property
     def chart_key(self) -> str:
@@ -186,7 +188,8 @@ CHART_SPECS: tuple[ChartSpec, ...] = (
               "Unallocated GPUs as the cluster fills up, per placement policy (fill-up experiment, no departures)",
               "arrived workload (share of GPU capacity requested)", "unallocated GPUs (share of capacity)",
               (("unallocated_mean", "unallocated (mean over seeds)"),), x=("level",), group=("policy",),
-              x_percent=True, y_percent=True),
+              x_percent=True, y_percent=True, band=("unallocated_min", "unallocated_max"),
+              note="Lines: the mean over seeds; shaded: from the lowest to the highest seed."),
     ChartSpec("sharing", "fragmentation_by_model", "bar", "Fragmented GPU capacity by GPU model (time-weighted mean)",
               "GPU model", "GPUs", (("mean_fragmented_gpus", "fragmented"),
                                     ("mean_expected_fragmented_gpus", "expected fragmented")),
@@ -337,6 +340,11 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
                                 if bar or len(spec.x) > 1
                                 else [_axis_value(v, spec.x_scale) for v in group[spec.x[0]]])
                     pairs = [(x, plain(y)) for x, y in zip(x_values, group[column]) if x is not None]
+                    band = None
+                    if spec.band and index == 0:
+                        low, high = spec.band
+                        band = [(plain(lo), plain(hi)) for x, lo, hi in zip(x_values, group[low], group[high])
+                                if x is not None]
                 if not pairs or all(y is None for _, y in pairs) or all(x is None for x, _ in pairs):
                     continue
                 xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -358,6 +366,8 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
                 series.append(Series(name=name, trace=trace, x=xs, y=ys, rows=len(xs),
                                      measure=column, dashed=(not bar and not by_measure and index > 0),
                                      colour=colour, legend_group=" · ".join(str(k) for k in colour_key)))
+                if not cdf and not bar and band:
+                    series[-1].band_low, series[-1].band_high = [b[0] for b in band], [b[1] for b in band]
         if len(series) == drawn_before:
             lacking.append(trace)
             continue
@@ -428,6 +438,7 @@ def _thin(series: Series, spec: ChartSpec, count: int) -> str | None:
     else:
         limit = max(MIN_LINE_POINTS, min(MAX_LINE_POINTS, MAX_CHART_POINTS // max(count, 1)))
         if len(series.x) > limit:
+            series.band_low = series.band_high = None  # a band is drawn only where every row is
             series.x, series.y = drop_flat_runs(series.x, series.y)
             series.x, series.y = min_max_decimate(series.x, series.y, limit)
         how = "equal values in a row merged, then the smallest and largest value of each stretch of rows"

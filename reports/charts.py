@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from ddlx.reports.model import Chart
+    from ddlx.reports.model import Chart, Series
 
 #: Points kept per series of a cumulative distribution.
 MAX_CDF_POINTS = 1000
@@ -115,6 +115,19 @@ def min_max_decimate(x: Sequence[Any], y: Sequence[Any],
     return [x[i] for i in keep], [y[i] for i in keep]
 
 
+def _band(series: "Series", colour: str, common: dict[str, Any]) -> list[Any]:
+    """The two traces of a series' spread: its upper edge, then its lower edge filled up to it, in
+    the series' colour made light, without legend entries of their own."""
+    import plotly.graph_objects as go
+
+    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    shared = {"x": common["x"], "legendgroup": common["legendgroup"], "showlegend": False, "hoverinfo": "skip",
+              "mode": "lines", "line": {"width": 0}, "connectgaps": False}
+    return [go.Scatter(y=_texts(series.band_high), **shared),
+            go.Scatter(y=_texts(series.band_low), fill="tonexty", fillcolor=f"rgba({red},{green},{blue},0.18)",
+                       **shared)]
+
+
 def text(value: Any) -> Any:
     """A value as plotly must receive it: strings HTML-escaped (shown as written, never read as
     plotly's pseudo-HTML), everything else unchanged."""
@@ -144,6 +157,8 @@ def figure(chart: "Chart") -> dict[str, Any]:
             if chart.kind == "cdf":
                 line["shape"] = "hv"
             mode = "lines+markers" if series.rows <= 30 and chart.kind != "time" else "lines"
+            if series.band_low is not None and series.band_high is not None:
+                traces += _band(series, colour, common)
             traces.append(go.Scatter(mode=mode, line=line, marker={"size": 5}, connectgaps=False, **common))
     x_axis: dict[str, Any] = {"title": {"text": text(chart.x_title)}}
     y_axis: dict[str, Any] = {"title": {"text": text(chart.y_title)}}

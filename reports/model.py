@@ -59,6 +59,9 @@ class Series:
     dashed: bool = False
     colour: int | None = None
     legend_group: str | None = None
+    #: The spread around the line (e.g. min and max over seeds) at each x, drawn as a shaded band.
+    band_low: list[Any] | None = None
+    band_high: list[Any] | None = None
 
     @property
     def drawn(self) -> int:

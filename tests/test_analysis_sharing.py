@@ -419,3 +419,22 @@ def test_real_v2023_replay_accounts_for_every_pod(real_v2023: tuple[ModuleResult
     assert (series["fragmented_gpus"] <= series["free_gpus"] + 1e-9).all()
     assert (series["expected_fragmented_gpus"] >= 0).all()
     assert math.isfinite(result.finding("fragmented_gpus_mean").value)
+
+
+def test_the_fill_up_chart_draws_the_spread_over_seeds(v2023_home: Path) -> None:
+    """One line per policy (the mean), with the lowest and highest seed as a shaded band of the
+    policy's colour that adds no legend entry."""
+    from ddlx.reports import charts
+    from ddlx.reports.report import build_report
+
+    analysis = run_analysis(v2023_home, "pai-v2023", ["sharing"])
+    chart = next(c for c in build_report(analysis).charts if c.id == "chart-sharing-fill-up-curves")
+    curves = analysis.module("sharing").table("fill_up_curves")
+    fgd = next(s for s in chart.series if s.name == "fgd")
+    rows = curves.filter(pl.col("policy") == "fgd").sort("level")
+    assert fgd.y == rows["unallocated_mean"].to_list()
+    assert (fgd.band_low, fgd.band_high) == (rows["unallocated_min"].to_list(), rows["unallocated_max"].to_list())
+    figure = charts.figure(chart)
+    filled = [t for t in figure["data"] if t.get("fill") == "tonexty"]
+    assert len(filled) == len(chart.series) and all(t["showlegend"] is False for t in filled)
+    assert sum(t.get("showlegend", True) is not False for t in figure["data"]) == len(chart.series)
