@@ -1,0 +1,94 @@
+"""Exports: any dataset of the catalog written in the format a simulator or scheduler reads, with a
+loss report and a `datapackage.json`-style sidecar beside the file.
+
+`FORMATS` lists the formats (one module each, declaring `FORMAT`); `export_dataset` opens the
+dataset (a registered trace that is not ingested is read from its SYNTHETIC sample, labelled as
+such), writes the file through a temporary name, and writes the sidecar: the resources written,
+the source dataset and the sha256 of its input files, the trace's licence and citation, the loss
+report and the numbers given to names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ddlx.datasets.export import swf
+from ddlx.datasets.export.model import ExportError, ExportFormat, ExportResult, LossReport, Written
+from ddlx.errors import UsageError, did_you_mean
+
+#: The formats, by the name `--format` takes.
+FORMATS: dict[str, ExportFormat] = {fmt.name: fmt for fmt in (swf.FORMAT,)}
+
+
+def get_format(name: str) -> ExportFormat:
+    if name not in FORMATS:
+        raise UsageError(f"unknown export format '{name}'; expected one of: {', '.join(FORMATS)}"
+                         f"{did_you_mean(name, FORMATS)}")
+    return FORMATS[name]
+
+
+def sidecar_path(path: Path) -> Path:
+    """Where the sidecar of the export `path` goes: `<path>.datapackage.json`."""
+    return Path(f"{path}.datapackage.json")
+
+
+def export_dataset(home: Path, name: str, fmt: str, out: Path, use_sample: bool = False,
+                   progress: Callable[[str], None] | None = None) -> ExportResult:
+    """Write the dataset `name` of the catalog of `home` as `fmt` to `out`, with its sidecar."""
+    from ddlx.analysis.context import open_trace
+    from ddlx.atomic import write_text_atomic
+    from ddlx.datasets.synthetic import home_with_jobs_or_sample
+    from ddlx.errors import storage_errors
+
+    chosen = get_format(fmt)
+    out = Path(out)
+    if out.is_dir():
+        raise ExportError(f"{out}: is a folder; expected the path of the file to write")
+    data_home = home_with_jobs_or_sample(Path(home), name, use_sample, progress=progress)
+    loss = LossReport()
+    with open_trace(data_home, name) as ctx, storage_errors(out, f"writing the {fmt} export"):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        written = chosen.write(ctx, out, loss)
+        document = _sidecar(ctx, chosen, out, written, loss)
+        sidecar = sidecar_path(out)
+        write_text_atomic(sidecar, json.dumps(document, indent=2, default=str) + "\n")
+        return ExportResult(out, sidecar, fmt, written.rows, loss, ctx.synthetic, written.extra_files)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _sidecar(ctx: Any, fmt: ExportFormat, out: Path, written: Written, loss: LossReport) -> dict[str, Any]:
+    from ddlx import __version__
+
+    info = ctx.info
+    resources = [{"path": path.name, "sha256": _sha256(path), "bytes": path.stat().st_size}
+                 for path in (out, *written.extra_files)]
+    resources[0].update({"format": fmt.name, "title": fmt.title, "consumer": fmt.consumer,
+                         "reference": fmt.reference, "rows": written.rows})
+    inputs = [{"table": table, **entry} for table, files in ctx.provenance.get("source_files", {}).items()
+              for entry in files]
+    return {
+        "profile": "data-package", "name": f"{ctx.trace}-{fmt.name}",
+        **({"label": "SYNTHETIC"} if ctx.synthetic else {}),
+        "created_by": f"ddlx {__version__}", "resources": resources,
+        "sources": [{"dataset": ctx.trace, "synthetic": ctx.synthetic, "title": info.title if info else ctx.trace,
+                     "path": ctx.provenance.get("catalog"), "store_version": ctx.provenance.get("store_version"),
+                     "input_files": inputs}],
+        "licenses": [{"name": info.licence}] if info else [],
+        "citation": info.paper if info else None,
+        "loss_report": loss.to_dict(), "codes": written.codes,
+    }
+
+
+__all__ = ["FORMATS", "ExportError", "ExportFormat", "ExportResult", "LossReport", "Written", "export_dataset",
+           "get_format", "sidecar_path"]

@@ -1,0 +1,83 @@
+"""What an export is and what it reports: an `ExportFormat` writes a dataset's canonical jobs in the
+shape one consumer reads, and returns a `LossReport` that says what the conversion lost or made up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ddlx.analysis.context import TraceContext
+from ddlx.errors import DdlxError
+
+
+class ExportError(DdlxError):
+    """The dataset cannot be written in the format (a column the format needs is missing)."""
+
+
+@dataclass
+class LossReport:
+    """What an export lost, and what it had to fill in.
+
+    `without_place`: canonical fields the format has no place for (field, what happens to it);
+    `filled`: fields the format needs that the dataset lacks, or holds in another form (field,
+    the rule that fills them); `dropped`: rows left out (reason -> count)."""
+
+    without_place: list[tuple[str, str]] = field(default_factory=list)
+    filled: list[tuple[str, str]] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def drop(self, reason: str, rows: int) -> None:
+        if rows:
+            self.dropped[reason] = self.dropped.get(reason, 0) + int(rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fields_without_place": [{"field": f, "what_happens": w} for f, w in self.without_place],
+                "fields_filled": [{"field": f, "rule": r} for f, r in self.filled],
+                "rows_dropped": [{"reason": r, "rows": n} for r, n in self.dropped.items()]}
+
+    def lines(self) -> list[str]:
+        """The report as lines for the terminal."""
+        out = [f"  no place for {f}: {w}" for f, w in self.without_place]
+        out += [f"  filled {f}: {r}" for f, r in self.filled]
+        out += [f"  dropped {n:,} rows: {r}" for r, n in self.dropped.items()]
+        return out or ["  nothing lost"]
+
+
+@dataclass
+class Written:
+    """What a format's `write` produced: rows written, files written beside the main one, and the
+    numbers it gave to names (field -> {name: number}) that the sidecar maps back."""
+
+    rows: int
+    extra_files: list[Path] = field(default_factory=list)
+    codes: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """One output format: its `name` (as `--format` takes it), the `consumer` that reads it, where
+    its definition comes from (`reference`), the file `suffix`, and `write(ctx, path, loss)`, which
+    writes the file (and any beside it) and returns what it wrote."""
+
+    name: str
+    title: str
+    consumer: str
+    reference: str
+    suffix: str
+    write: Callable[[TraceContext, Path, LossReport], Written]
+
+
+@dataclass
+class ExportResult:
+    """An export written: the file, its sidecar, rows written, the loss report."""
+
+    path: Path
+    sidecar: Path
+    format: str
+    rows: int
+    loss: LossReport
+    synthetic: bool
+    extra_files: list[Path] = field(default_factory=list)
