@@ -195,17 +195,22 @@ GPU_NODES = CanonicalView(
     ),
 )
 
+#: What a task asks of one node: the columns `gpu_tasks` and `gpu_task_lists` share.
+TASK_REQUEST_COLUMNS: tuple[CanonicalColumn, ...] = (
+    CanonicalColumn("task", "VARCHAR", "task name"),
+    CanonicalColumn("num_gpus", "BIGINT", "GPUs asked (whole GPUs when above 1)"),
+    CanonicalColumn("gpu_milli", "BIGINT", "share of its one GPU a task asking for 1 GPU takes, thousandths"),
+    CanonicalColumn("cpu_milli", "BIGINT", "CPU asked, thousandths of a core"),
+    CanonicalColumn("memory_mib", "BIGINT", "main memory asked, MiB"),
+    CanonicalColumn("gpu_models", "VARCHAR", "GPU models it may run on, separated by '|'; NULL: any"),
+)
+
 GPU_TASKS = CanonicalView(
     "gpu_tasks",
     "The tasks (pods) of the trace's workload with what each asks of one node, where the trace "
     "records per-task requests with placement times (one row per task).",
     (
-        CanonicalColumn("task", "VARCHAR", "task name"),
-        CanonicalColumn("num_gpus", "BIGINT", "GPUs asked (whole GPUs when above 1)"),
-        CanonicalColumn("gpu_milli", "BIGINT", "share of its one GPU a task asking for 1 GPU takes, thousandths"),
-        CanonicalColumn("cpu_milli", "BIGINT", "CPU asked, thousandths of a core"),
-        CanonicalColumn("memory_mib", "BIGINT", "main memory asked, MiB"),
-        CanonicalColumn("gpu_models", "VARCHAR", "GPU models it may run on, separated by '|'; NULL: any"),
+        *TASK_REQUEST_COLUMNS,
         CanonicalColumn("submit_s", "BIGINT", "submission, seconds on the trace's clock"),
         CanonicalColumn("start_s", "BIGINT", "placement, seconds on the trace's clock; NULL if never placed"),
         CanonicalColumn("end_s", "BIGINT", "departure, seconds on the trace's clock; NULL if it stays"),
@@ -218,12 +223,7 @@ GPU_TASK_LISTS = CanonicalView(
     "each task asks of one node: the input of placement experiments (one row per task and list).",
     (
         CanonicalColumn("task_list", "VARCHAR", "name of the list (the real workload's is 'default')"),
-        CanonicalColumn("task", "VARCHAR", "task name"),
-        CanonicalColumn("num_gpus", "BIGINT", "GPUs asked (whole GPUs when above 1)"),
-        CanonicalColumn("gpu_milli", "BIGINT", "share of its one GPU a task asking for 1 GPU takes, thousandths"),
-        CanonicalColumn("cpu_milli", "BIGINT", "CPU asked, thousandths of a core"),
-        CanonicalColumn("memory_mib", "BIGINT", "main memory asked, MiB"),
-        CanonicalColumn("gpu_models", "VARCHAR", "GPU models it may run on, separated by '|'; NULL: any"),
+        *TASK_REQUEST_COLUMNS,
     ),
 )
 

@@ -52,10 +52,11 @@ def ensure_sample(home: Path, trace: str, progress: Callable[[str], None] | None
 
 
 def home_with_jobs_or_sample(home: Path, name: str, use_sample: bool = False,
-                             progress: Callable[[str], None] | None = None) -> Path:
+                             progress: Callable[[str], None] | None = None, jobs_needed: bool = True) -> Path:
     """The data home holding the jobs of `name`: `home` when its catalog has them, else (and with
     `use_sample`) the home of the SYNTHETIC sample of the registered trace `name`, which this
-    generates and ingests on first use.
+    generates and ingests on first use. Without `jobs_needed`, any of its tables in the catalog
+    will do (some figures read a trace's other tables alone).
 
     `CatalogError` for a name that is neither in the catalog nor a registered trace.
     """
@@ -64,7 +65,7 @@ def home_with_jobs_or_sample(home: Path, name: str, use_sample: bool = False,
     from ddlx.datasets.traces import TRACES
 
     registration = read_registrations(home).get(name)
-    ingested = registration is not None and jobs_table_name(name) in registration.tables
+    ingested = registration is not None and (not jobs_needed or jobs_table_name(name) in registration.tables)
     if ingested and not use_sample:
         return home
     if name not in TRACES:

@@ -14,7 +14,6 @@ version (a pickle runs code when loaded, and estimators do not survive other ver
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 from datetime import datetime, timezone
@@ -24,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from ddlx.atomic import atomic_file, replace_folder, write_parquet_file
+from ddlx.datasets.archives import sha256_file
 from ddlx.predict import features as feature_defs
 from ddlx.predict.features import FEATURE_VERSION, PredictError
 from ddlx.predict.metrics import METRICS
@@ -58,14 +58,6 @@ def is_synthetic(table: pl.DataFrame) -> bool:
 
 class ModelFileError(PredictError):
     """A model folder that cannot be used: no card, a changed model file, another scikit-learn."""
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def library_versions() -> dict[str, str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ddlx.analysis.context import TraceContext, open_trace
 from ddlx.analysis.definitions import get_definition
-from ddlx.errors import CatalogError, DdlxError, UnknownDatasetError, did_you_mean
+from ddlx.errors import DdlxError, UnknownDatasetError, did_you_mean
 from ddlx.reproduce.model import (
     DIFFERS,
     MATCHES,
@@ -66,22 +66,15 @@ def reproduce(home: Path, profile: str | Profile, dataset: str | None = None, us
     `ddlx analyze` does; `use_sample` forces it): its values are labelled SYNTHETIC and get no
     verdict. A dataset that is in neither place leaves every figure not computable here."""
     from ddlx.datasets.catalog import read_registrations
-    from ddlx.datasets.synthetic import ensure_sample
-    from ddlx.datasets.traces import TRACES, sample_scale
+    from ddlx.datasets.synthetic import home_with_jobs_or_sample
+    from ddlx.datasets.traces import TRACES
 
     chosen = profile if isinstance(profile, Profile) else get_profile(profile)
     name = dataset or chosen.dataset
-    data_home = Path(home)
-    if use_sample or name not in read_registrations(data_home):
-        if name not in TRACES:
-            if use_sample:
-                raise CatalogError(f"'{name}' is not a registered trace, so it has no SYNTHETIC sample")
-            reason = f"the catalog of {home} holds no dataset '{name}'. {chosen.get_data}"
-            return Reproduction(chosen, name, False, str(home), [_not_computed(f, reason) for f in chosen.figures])
-        if progress:
-            progress(f"{name}: {'--synthetic' if use_sample else f'not in the catalog of {home}'}: using a "
-                     f"SYNTHETIC sample from ddlx's generator (scale {sample_scale(name)}). {chosen.get_data}")
-        data_home = ensure_sample(data_home, name, progress=progress)
+    if name not in TRACES and not use_sample and name not in read_registrations(Path(home)):
+        reason = f"the catalog of {home} holds no dataset '{name}'. {chosen.get_data}"
+        return Reproduction(chosen, name, False, str(home), [_not_computed(f, reason) for f in chosen.figures])
+    data_home = home_with_jobs_or_sample(Path(home), name, use_sample, progress, jobs_needed=False)
     with open_trace(data_home, name, require_jobs=False) as ctx:
         results = [_result(ctx, figure, experiments=True) for figure in chosen.figures]
         return Reproduction(chosen, name, ctx.synthetic, str(data_home), results)

@@ -10,12 +10,12 @@ report and the numbers given to names.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ddlx.datasets.archives import sha256_file
 from ddlx.datasets.export import swf
 from ddlx.datasets.export.model import ExportError, ExportFormat, ExportResult, LossReport, Written
 from ddlx.errors import UsageError, did_you_mean
@@ -59,19 +59,11 @@ def export_dataset(home: Path, name: str, fmt: str, out: Path, use_sample: bool 
         return ExportResult(out, sidecar, fmt, written.rows, loss, ctx.synthetic, written.extra_files)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _sidecar(ctx: Any, fmt: ExportFormat, out: Path, written: Written, loss: LossReport) -> dict[str, Any]:
     from ddlx import __version__
 
     info = ctx.info
-    resources = [{"path": path.name, "sha256": _sha256(path), "bytes": path.stat().st_size}
+    resources = [{"path": path.name, "sha256": sha256_file(path), "bytes": path.stat().st_size}
                  for path in (out, *written.extra_files)]
     resources[0].update({"format": fmt.name, "title": fmt.title, "consumer": fmt.consumer,
                          "reference": fmt.reference, "rows": written.rows})

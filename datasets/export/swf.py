@@ -78,12 +78,9 @@ def swf_lines(ctx: TraceContext, loss: LossReport) -> tuple[list[str], pl.DataFr
           .alias("requested_memory"),
         pl.col("state").replace_strict(STATUS, default=-1, return_dtype=pl.Int64).alias("status"),
         *(pl.col(column).cast(pl.String).replace_strict(numbering[field], default=-1, return_dtype=pl.Int64)
-          .alias(field) for field, column in NUMBERED.items() if field in ("user",)),
-        pl.lit(-1).alias("group"),
-        *(pl.col(column).cast(pl.String).replace_strict(numbering[field], default=-1, return_dtype=pl.Int64)
-          .alias(field) for field, column in NUMBERED.items() if field != "user"),
-        pl.lit(-1).alias("preceding_job"), pl.lit(-1).alias("think_time"),
-    ).select(FIELDS)
+          .alias(field) for field, column in NUMBERED.items()),
+        pl.lit(-1).alias("group"), pl.lit(-1).alias("preceding_job"), pl.lit(-1).alias("think_time"),
+    ).select(FIELDS)  # in the order of the format
     _record_losses(jobs, loss)
     body = lines.select(pl.concat_str([pl.col(f).cast(pl.String) for f in FIELDS], separator=" ")
                         .alias("line"))["line"].to_list()

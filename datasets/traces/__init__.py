@@ -98,3 +98,16 @@ def trace_parts(part: str) -> list[tuple[TraceInfo, ModuleType]]:
     """Every registered trace whose folder has `part`, with that module, in registry order."""
     found = [(info, trace_part(name, part)) for name, info in TRACES.items()]
     return [(info, module) for info, module in found if module is not None]
+
+
+class _EveryTable(set):
+    """Stands for a catalog holding every stored table: what a trace can publish at most."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def publishers(view: str) -> list[str]:
+    """The registered traces that publish the canonical `view` when all their tables are ingested,
+    in registry order."""
+    return [info.name for info, module in trace_parts("views") if view in module.canonical_views(_EveryTable())]

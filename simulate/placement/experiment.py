@@ -80,13 +80,9 @@ def curves_of(steps: pl.DataFrame, levels: tuple[float, ...] = CURVE_LEVELS) -> 
     share, and the mean fragmented share, at the first arrival that reaches the level."""
     summary = summary_at(steps, levels).rename({"mean": "unallocated_mean", "min": "unallocated_min",
                                                 "max": "unallocated_max"})
-    fragmented = []
-    for level in levels:
-        first = (steps.filter(pl.col("arrived_workload") >= level - 1e-12)
-                 .group_by("policy", "seed").agg(pl.col("fragmented_share").sort_by("step").first()))
-        fragmented.append(first.group_by("policy").agg(pl.lit(level).alias("level"),
-                                                       pl.col("fragmented_share").mean().alias("fragmented_mean")))
-    return summary.join(pl.concat(fragmented), on=["policy", "level"], how="left").sort("policy", "level")
+    fragmented = summary_at(steps, levels, "fragmented_share").select(
+        "policy", "level", pl.col("mean").alias("fragmented_mean"))
+    return summary.join(fragmented, on=["policy", "level"], how="left").sort("policy", "level")
 
 
 def gain_of(curves: pl.DataFrame, gpus: int | None) -> dict[str, Any]:

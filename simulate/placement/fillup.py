@@ -139,19 +139,20 @@ def run_experiment(nodes: pl.DataFrame | Cluster, pods: pl.DataFrame, policies: 
     return pl.concat(tables).select("policy", "seed", *FILL_UP_COLUMNS, "run_seconds")
 
 
-def summary_at(results: pl.DataFrame, levels: Sequence[float] = (0.9, 0.95, 1.0)) -> pl.DataFrame:
-    """Per policy and arrived-workload level: mean, min and max over seeds of the unallocated GPU
-    share at the first step whose arrived workload reaches the level (seeds that never reach it are
-    left out; `seeds` counts those kept)."""
+def summary_at(results: pl.DataFrame, levels: Sequence[float] = (0.9, 0.95, 1.0),
+               column: str = "unallocated_share") -> pl.DataFrame:
+    """Per policy and arrived-workload level: mean, min and max over seeds of `column` (default the
+    unallocated GPU share) at the first step whose arrived workload reaches the level (seeds that
+    never reach it are left out; `seeds` counts those kept)."""
     rows = []
     for level in levels:
         first = (results.filter(pl.col("arrived_workload") >= level - 1e-12)
-                 .group_by("policy", "seed").agg(pl.col("unallocated_share").sort_by("step").first()))
+                 .group_by("policy", "seed").agg(pl.col(column).sort_by("step").first()))
         rows.append(first.group_by("policy").agg(
             pl.lit(level).alias("level"),
-            pl.col("unallocated_share").mean().alias("mean"),
-            pl.col("unallocated_share").min().alias("min"),
-            pl.col("unallocated_share").max().alias("max"),
+            pl.col(column).mean().alias("mean"),
+            pl.col(column).min().alias("min"),
+            pl.col(column).max().alias("max"),
             pl.len().alias("seeds"),
         ))
     return pl.concat(rows).sort("policy", "level")

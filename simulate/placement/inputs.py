@@ -40,22 +40,14 @@ class PlacementInputs:
     source: dict[str, Any] = field(default_factory=dict)
 
 
-class _AnyTable(set):
-    """Stands for a catalog holding every table: what a trace can publish at most."""
-
-    def __contains__(self, item: object) -> bool:
-        return True
-
-
 def default_dataset() -> str:
     """The first registered trace that publishes a node list and task lists (the canonical
     `gpu_nodes` and `gpu_task_lists` views)."""
-    from ddlx.datasets.traces import trace_parts
+    from ddlx.datasets.traces import publishers
 
-    for info, module in trace_parts("views"):
-        views = module.canonical_views(_AnyTable())
-        if "gpu_nodes" in views and "gpu_task_lists" in views:
-            return info.name
+    for name in publishers("gpu_task_lists"):
+        if name in publishers("gpu_nodes"):
+            return name
     raise PlacementInputError("no registered trace publishes a node list with task lists; name one with --dataset")
 
 
