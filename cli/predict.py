@@ -95,18 +95,18 @@ def predict_export(
     predictions: Annotated[Path, typer.Option(
         "--predictions", help="Prediction table written by `ddlx predict apply` (.parquet or .csv).")],
     export_format: Annotated[str, typer.Option(
-        "--format", help="estimate-csv (job_id,estimate), pai-sim (PAI v2020 simulator job table) or "
-                         "priority (job_id,priority = predicted GPU seconds).")],
+        "--format", help="estimate-csv (job_id,estimate). Simulator formats: ddlx datasets export NAME --format F "
+                         "--predictions FILE.")],
     out: Annotated[Path, typer.Option("--out", help="CSV file to write.")],
     cluster: Annotated[Optional[str], typer.Option(
         "--cluster", help="Export only the jobs of this cluster (needed where job ids repeat across clusters).",
         show_default=False)] = None,
 ) -> None:
-    """Write predictions in the CSV shape a simulator reads."""
+    """Write the predictions as a job_id,estimate list (simulator formats: `ddlx datasets export`)."""
     from ddlx.predict.artifacts import PREDICTIONS_SYNTHETIC_BANNER
-    from ddlx.predict.export import EXPORT_FORMATS, export_predictions
+    from ddlx.predict.export import EXPORT_FORMATS, MOVED, export_predictions
 
-    if export_format not in EXPORT_FORMATS:
+    if export_format not in EXPORT_FORMATS + MOVED:
         raise typer.BadParameter(f"expected one of {', '.join(EXPORT_FORMATS)}", param_hint="--format")
     if out.suffix.lower() != ".csv":
         raise typer.BadParameter("exports are CSV files: name it *.csv", param_hint="--out")

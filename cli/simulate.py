@@ -1,12 +1,14 @@
 """`ddlx simulate`: parse the options, call `ddlx.simulate.simulate_trace`, print the table, write JSON.
 
 Register with `app.command("simulate")(simulate_command)`. Library errors (unknown policy, no
-capacity, no jobs) are `DdlxError`s that `ddlx.cli.main.run` prints as one `Error:` line (exit 1);
-malformed option values are `typer.BadParameter` (exit 2).
+capacity, no jobs) are `DdlxError`s that `ddlx.cli.main.run` prints as one `Error:` line (exit 1;
+exit 2 for a `UsageError`: an unknown policy or tie-break, a bad --cpus); other malformed option
+values are `typer.BadParameter` (exit 2).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -35,10 +37,25 @@ def _thresholds(text: str | None) -> tuple[float, ...] | None:
                                  param_hint="--las-thresholds") from None
 
 
+def _cpu_cores(text: str | None) -> float | None:
+    """The value of --cpus: a number of CPU cores above 0 (`UsageError` otherwise)."""
+    from ddlx.errors import UsageError
+
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"--cpus: expected the cluster's CPU cores, a number above 0, got '{text}'")
+    return value
+
+
 def render(report: "SimulationReport") -> str:
     """The terminal summary: what was simulated, on how many GPUs, and the table of metrics."""
     from ddlx.reports.text import format_table
-    from ddlx.simulate import EXCLUSION_REASONS
+    from ddlx.simulate import EXCLUSION_REASONS, TIE_BREAKS
 
     workload = report.workload
     source = workload.source
@@ -51,11 +68,20 @@ def render(report: "SimulationReport") -> str:
     lines.append(f"{where}: {workload.jobs:,} of {workload.jobs_considered:,} jobs simulated; backfilling "
                  f"{'on' if report.backfill else 'off'}")
     lines.append(f"  cluster: {workload.capacity.gpus:,g} GPUs, {workload.capacity.rule}")
+    if workload.models_cpus:
+        missing = (f"; {workload.cpu_requests_missing:,} jobs without a CPU request count as asking for none"
+                   if workload.cpu_requests_missing else "")
+        lines.append(f"  cpus: {workload.cpu_capacity:,g} cores; a job starts when its GPUs and its cores fit{missing}")
+    else:
+        lines.append("  cpus: not modelled (only GPUs limit when a job starts)")
+    lines.append(f"  ties between equal keys: {TIE_BREAKS[report.tie_break]}")
     if source.get("submitted_from_utc"):
         lines.append(f"  window: jobs submitted from {source['submitted_from_utc']} on")
     if report.estimates:
         models = ", ".join(report.estimates.get("model_ids") or []) or "given estimates"
-        lines.append(f"  sjf-predicted orders by the predictions of {models}")
+        users = [r.policy for r in report.results if r.policy.endswith("-predicted")] or ["sjf-predicted"]
+        verb = "orders" if len(users) == 1 else "order"
+        lines.append(f"  {', '.join(users)} {verb} by the predictions of {models}")
     for key, count in workload.excluded.items():
         if count:
             lines.append(f"  excluded: {count:,} {EXCLUSION_REASONS[key]}")
@@ -72,12 +98,14 @@ def simulate_command(
     trace: Trace = None,
     dataset: Dataset = None,
     policy: Annotated[Optional[str], typer.Option(
-        "--policy", help="fifo, sjf-oracle, sjf-predicted or las.", show_default=False)] = None,
+        "--policy", help="fifo, sjf-oracle, sjf-predicted, las, srtf or srtf-predicted.",
+        show_default=False)] = None,
     compare: Annotated[Optional[str], typer.Option(
         "--compare", help="Several policies, separated by commas, run on the same jobs (with --policy, "
                           "both are run).", show_default=False)] = None,
     predictor: Annotated[Optional[Path], typer.Option(
-        "--predictor", help="Folder of a saved predictor: its predictions order jobs under sjf-predicted.",
+        "--predictor", help="Folder of a saved predictor: its predictions order jobs under sjf-predicted and "
+                            "srtf-predicted.",
         show_default=False)] = None,
     backfill: Annotated[bool, typer.Option(
         "--backfill/--no-backfill", help="When the first waiting job does not fit, start later ones that do "
@@ -85,6 +113,13 @@ def simulate_command(
     gpus: Annotated[Optional[int], typer.Option(
         "--gpus", min=1, help="Cluster size in GPUs (default: the catalog's capacity of the trace).",
         show_default=False)] = None,
+    cpus: Annotated[Optional[str], typer.Option(
+        "--cpus", metavar="N", help="Total CPU cores of the cluster: a job then starts only when both its GPUs and its "
+                              "CPU cores (num_cpus) fit (default: CPUs are not modelled).",
+        show_default=False)] = None,
+    tie_break: Annotated[str, typer.Option(
+        "--tie-break", help="Order of jobs whose keys are equal: submit (submission time, then job id) or job-id "
+                            "(numeric when every id is a number, else as text).")] = "submit",
     cluster: Annotated[Optional[str], typer.Option(
         "--cluster", help="Only this cluster of the trace (its jobs and its capacity).", show_default=False)] = None,
     test_window: Annotated[bool, typer.Option(
@@ -103,8 +138,10 @@ def simulate_command(
 ) -> None:
     """Replay a trace's jobs on a simulated GPU cluster under scheduling policies; JCT, queueing, utilisation."""
     from ddlx.predict import load_predictor
-    from ddlx.simulate import resolve_policies, simulate_trace, write_json
+    from ddlx.simulate import check_tie_break, resolve_policies, simulate_trace, write_json
 
+    check_tie_break(tie_break)
+    cores = _cpu_cores(cpus)
     names = _policy_names(policy, compare)
     if not names:
         raise typer.BadParameter("give --policy or --compare", param_hint="--policy")
@@ -115,7 +152,8 @@ def simulate_command(
                                  param_hint="--test-window")
     wants_estimates = any(p.needs_estimates for p in chosen)
     if predictor is not None and not wants_estimates and not test_window:
-        typer.echo("note: --predictor is used by sjf-predicted and --test-window only; ignored", err=True)
+        typer.echo("note: --predictor is used by sjf-predicted, srtf-predicted and --test-window only; ignored",
+                   err=True)
     loaded = load_predictor(predictor) if predictor is not None else None
     home, name = jobs_source(trace, dataset, synthetic, data_home)
     if loaded is not None:
@@ -125,7 +163,7 @@ def simulate_command(
                             gpus=gpus, limit=limit, cluster=cluster,
                             predictor=loaded if wants_estimates else None,
                             predictor_label=str(predictor) if loaded is not None and wants_estimates else None,
-                            submitted_from=submitted_from)
+                            submitted_from=submitted_from, cpus=cores, tie_break=tie_break)
     typer.echo(render(report))
     if out is not None:
         typer.echo(f"\nresults: {write_json(report, out)}")

@@ -1,24 +1,14 @@
-"""Exporters: the prediction table of `ddlx predict apply` in the shapes simulators read.
+"""The estimate list: the prediction table of `ddlx predict apply` as `job_id,estimate`.
 
-Input: the prediction table (`artifacts.TABLE_COLUMNS`, Parquet or CSV). It carries the job
-columns the formats need (cluster, submit_time, user, GPUs, CPUs, instances, run_s) and the two
-history baselines, so an export reads nothing else.
+Input: the prediction table (`artifacts.TABLE_COLUMNS`, Parquet or CSV). `estimate-csv` is
+`job_id,estimate`, estimate = pred_s (seconds), every row; job ids must be present and unique
+among the exported rows (a trace whose ids repeat across clusters is exported one cluster at a
+time, `cluster=`).
 
-Formats (CSV with a header line; times and durations in seconds):
-- `estimate-csv`: `job_id,estimate`, estimate = pred_s. Every row.
-- `pai-sim`: the job table of the simulator in Alibaba's PAI v2020 release:
-  `job_id,user,num_gpu,num_cpu,num_inst,submit_time,duration,user_dur,user_gpu_dur,group_dur,group_gpu_dur`.
-  num_gpu = GPUs of the whole job (fractions allowed), num_cpu = CPU cores, num_inst = instances;
-  submit_time = seconds since the first submission among the exported jobs; duration = run_s
-  (the actual run time the simulator replays); user_dur = user-history median baseline,
-  group_dur = group-history median baseline, user_gpu_dur = group_gpu_dur = the model's pred_s.
-  Only jobs with a run time above 0 (a simulator cannot replay the others); rows in submission
-  order (ties by job_id). An unknown value is an empty field.
-- `priority`: `job_id,priority` as Helios/Lucid-style schedulers read it: priority = pred_s x
-  num_gpus (predicted GPU seconds; smaller runs first). Jobs without num_gpus are left out.
-
-Job ids must be present and unique among the exported rows; a multi-cluster trace whose ids
-repeat across clusters (a multi-cluster trace) is exported one cluster at a time (`cluster=`).
+The simulators' own formats (a release simulator's job CSV, a priority list, SWF's requested
+time, ...) are written from the dataset with the predictions carried along:
+`ddlx datasets export NAME --format F --predictions FILE` (`ddlx.datasets.export`); `MOVED` names
+them so the command can say so.
 """
 
 from __future__ import annotations
@@ -31,16 +21,11 @@ import polars as pl
 from ddlx.predict.artifacts import is_synthetic, write_table
 from ddlx.predict.features import PredictError
 
-EXPORT_FORMATS: tuple[str, ...] = ("estimate-csv", "pai-sim", "priority")
-PAI_SIM_COLUMNS: tuple[str, ...] = ("job_id", "user", "num_gpu", "num_cpu", "num_inst", "submit_time", "duration",
-                                    "user_dur", "user_gpu_dur", "group_dur", "group_gpu_dur")
+EXPORT_FORMATS: tuple[str, ...] = ("estimate-csv",)
+#: Formats written from the dataset by `ddlx datasets export ... --predictions FILE`.
+MOVED: tuple[str, ...] = ("pai-sim", "priority")
 #: Columns of the prediction table each format reads.
-NEEDS: dict[str, tuple[str, ...]] = {
-    "estimate-csv": ("job_id", "pred_s"),
-    "pai-sim": ("job_id", "user", "num_gpus", "num_cpus", "num_instances", "submit_time", "run_s", "pred_s",
-                "user_median_s", "group_median_s"),
-    "priority": ("job_id", "pred_s", "num_gpus"),
-}
+NEEDS: dict[str, tuple[str, ...]] = {"estimate-csv": ("job_id", "pred_s")}
 _NUMBERS = ("pred_s", "p50_s", "p90_s", "num_gpus", "num_cpus", "num_instances", "run_s", "user_median_s",
             "group_median_s")
 
@@ -87,11 +72,19 @@ def read_predictions(path: Path) -> pl.DataFrame:
     return converted
 
 
+def check_format(fmt: str) -> None:
+    """Refuse a format this command does not write, naming the command that writes it."""
+    if fmt in MOVED:
+        raise PredictError(f"the {fmt} format is written from the dataset, with the predictions carried along: "
+                           f"ddlx datasets export NAME --format {fmt} --predictions FILE --out PATH")
+    if fmt not in EXPORT_FORMATS:
+        raise PredictError(f"unknown export format '{fmt}'; expected one of {', '.join(EXPORT_FORMATS)}")
+
+
 def export_frame(table: pl.DataFrame, fmt: str, source: str = "predictions",
                  cluster: str | None = None) -> tuple[pl.DataFrame, dict[str, int]]:
     """The rows of format `fmt` from the prediction `table`, and the rows left out by reason."""
-    if fmt not in EXPORT_FORMATS:
-        raise PredictError(f"unknown export format '{fmt}'; expected one of {', '.join(EXPORT_FORMATS)}")
+    check_format(fmt)
     missing = [c for c in NEEDS[fmt] if c not in table.columns]
     if missing:
         raise PredictError(f"{source}: no column(s) {', '.join(missing)}; the {fmt} format needs "
@@ -103,28 +96,8 @@ def export_frame(table: pl.DataFrame, fmt: str, source: str = "predictions",
         table = table.filter(pl.col("cluster") == cluster)
         if table.height == 0:
             raise PredictError(f"{source}: no job of cluster '{cluster}'; the table has {', '.join(clusters)}")
-    left_out: dict[str, int] = {}
-    if fmt == "pai-sim":
-        keep = pl.col("run_s").is_not_null() & (pl.col("run_s") > 0) & pl.col("submit_time").is_not_null()
-        left_out["no_run_time"] = table.height - table.filter(keep).height
-        table = table.filter(keep).sort(["submit_time", "job_id"], nulls_last=True)
-    elif fmt == "priority":
-        keep = pl.col("num_gpus").is_not_null()
-        left_out["no_num_gpus"] = table.height - table.filter(keep).height
-        table = table.filter(keep)
     _check_ids(table, source)
-    if fmt == "estimate-csv":
-        return table.select(pl.col("job_id"), pl.col("pred_s").alias("estimate")), left_out
-    if fmt == "priority":
-        return table.select(pl.col("job_id"), (pl.col("pred_s") * pl.col("num_gpus")).alias("priority")), left_out
-    first = table.get_column("submit_time").min()
-    return table.select(
-        pl.col("job_id"), pl.col("user"), pl.col("num_gpus").alias("num_gpu"), pl.col("num_cpus").alias("num_cpu"),
-        pl.col("num_instances").cast(pl.Int64).alias("num_inst"),
-        ((pl.col("submit_time") - pl.lit(first)).dt.total_microseconds() / 1e6).alias("submit_time"),
-        pl.col("run_s").alias("duration"), pl.col("user_median_s").alias("user_dur"),
-        pl.col("pred_s").alias("user_gpu_dur"), pl.col("group_median_s").alias("group_dur"),
-        pl.col("pred_s").alias("group_gpu_dur")), left_out
+    return table.select(pl.col("job_id"), pl.col("pred_s").alias("estimate")), {}
 
 
 def _check_ids(table: pl.DataFrame, source: str) -> None:
@@ -142,8 +115,7 @@ def _check_ids(table: pl.DataFrame, source: str) -> None:
 def export_predictions(predictions: Path, fmt: str, out: Path, cluster: str | None = None) -> ExportResult:
     """Write the prediction table `predictions` as format `fmt` (`EXPORT_FORMATS`) to the CSV `out`."""
     out = Path(out)
-    if fmt not in EXPORT_FORMATS:
-        raise PredictError(f"unknown export format '{fmt}'; expected one of {', '.join(EXPORT_FORMATS)}")
+    check_format(fmt)
     if out.suffix.lower() != ".csv":
         raise PredictError(f"{out}: exports are CSV files; name the output *.csv")
     table = read_predictions(predictions)

@@ -1,5 +1,6 @@
 """Trace-driven simulation of a GPU cluster: replay a trace's jobs under fifo, sjf-oracle,
-sjf-predicted or las, with or without backfilling, and compare JCT, queueing delay and utilisation.
+sjf-predicted, las, srtf or srtf-predicted, with or without backfilling, optionally with CPU
+capacity beside the GPUs, and compare JCT, queueing delay and utilisation.
 
     from ddlx.simulate import simulate_trace
     report = simulate_trace(home, trace, ["fifo", "sjf-oracle"], gpus=None, backfill=True)
@@ -19,25 +20,37 @@ import numpy as np
 import polars as pl
 
 from ddlx.simulate.engine import Schedule, simulate_policy
-from ddlx.simulate.policies import LAS_THRESHOLDS_GPU_S, POLICIES, Policy, las_policy, resolve_policies
+from ddlx.simulate.policies import (
+    DEFAULT_TIE_BREAK,
+    LAS_THRESHOLDS_GPU_S,
+    POLICIES,
+    TIE_BREAKS,
+    Policy,
+    check_tie_break,
+    las_policy,
+    resolve_policies,
+)
 from ddlx.simulate.results import SIMULATION_DEFINITIONS, PolicyResult, SimulationReport, summarize, write_json
 from ddlx.simulate.workload import (
+    CPU_UNITS_PER_CORE,
     EXCLUSION_REASONS,
     GPU_UNITS_PER_GPU,
     Capacity,
     SimulationError,
     Workload,
     build_workload,
+    check_cpu_capacity,
     load_workload,
     trace_capacity,
     workload_from_arrays,
 )
 
 __all__ = [
-    "EXCLUSION_REASONS", "GPU_UNITS_PER_GPU", "LAS_THRESHOLDS_GPU_S", "POLICIES", "SIMULATION_DEFINITIONS",
+    "CPU_UNITS_PER_CORE", "DEFAULT_TIE_BREAK", "EXCLUSION_REASONS", "GPU_UNITS_PER_GPU", "LAS_THRESHOLDS_GPU_S",
+    "POLICIES", "SIMULATION_DEFINITIONS", "TIE_BREAKS",
     "Capacity", "Policy", "PolicyResult", "Predictor", "Schedule", "SimulationError", "SimulationReport",
-    "Workload", "build_workload", "estimates_from_predictor", "las_policy", "load_workload", "predicted_run_times",
-    "resolve_policies",
+    "Workload", "build_workload", "check_tie_break", "estimates_from_predictor", "las_policy", "load_workload",
+    "predicted_run_times", "resolve_policies",
     "simulate", "simulate_policy", "simulate_trace", "summarize", "trace_capacity", "workload_from_arrays",
     "write_json",
 ]
@@ -63,18 +76,34 @@ def _as_policies(policies: list[str | Policy] | str | Policy,
     return chosen
 
 
+def _needing_estimates(chosen: list[Policy]) -> str | None:
+    """The first policy of `chosen` that orders by predicted run times, by name; None when none does."""
+    return next((p.name for p in chosen if p.needs_estimates), None)
+
+
+def _check_cpu_policies(chosen: list[Policy]) -> None:
+    las = next((p.name for p in chosen if p.thresholds_gpu_s), None)
+    if las:
+        raise SimulationError(f"{las} does not model CPUs; run it without a CPU capacity (--cpus)")
+
+
 def simulate(workload: Workload, policies: list[str | Policy] | str | Policy, backfill: bool = True,
              las_thresholds_gpu_s: tuple[float, ...] | None = None,
-             estimates: dict[str, Any] | None = None) -> SimulationReport:
+             estimates: dict[str, Any] | None = None, tie_break: str = DEFAULT_TIE_BREAK) -> SimulationReport:
     """Run each policy on the same workload; a `SimulationReport` (metrics per policy).
 
-    `estimates` describes where `workload.estimate_s` came from (kept in the JSON)."""
+    `estimates` describes where `workload.estimate_s` came from (kept in the JSON); `tie_break`
+    (one of `TIE_BREAKS`) orders jobs whose keys are equal."""
+    check_tie_break(tie_break)
     chosen = _as_policies(policies, las_thresholds_gpu_s)
-    if any(p.needs_estimates for p in chosen) and workload.estimate_s is None:
-        raise SimulationError("sjf-predicted needs run-time estimates: a predictor (--predictor DIR) or an "
+    wanting = _needing_estimates(chosen)
+    if wanting and workload.estimate_s is None:
+        raise SimulationError(f"{wanting} needs run-time estimates: a predictor (--predictor DIR) or an "
                               "estimates column")
-    results = [summarize(workload, p, simulate_policy(workload, p, backfill)) for p in chosen]
-    return SimulationReport(workload, backfill, results, estimates)
+    if workload.models_cpus:
+        _check_cpu_policies(chosen)
+    results = [summarize(workload, p, simulate_policy(workload, p, backfill, tie_break)) for p in chosen]
+    return SimulationReport(workload, backfill, results, estimates, tie_break)
 
 
 def estimates_from_predictor(predictor: Predictor, workload: Workload) -> tuple[np.ndarray, dict[str, Any]]:
@@ -123,10 +152,13 @@ def predicted_run_times(predictor: Predictor, jobs: pl.DataFrame,
 def simulate_trace(home: Path, trace: str, policies: list[str | Policy] | str | Policy, backfill: bool = True,
                    gpus: float | None = None, limit: int | None = None, cluster: str | None = None,
                    predictor: Predictor | None = None, las_thresholds_gpu_s: tuple[float, ...] | None = None,
-                   predictor_label: str | None = None, submitted_from: datetime | None = None) -> SimulationReport:
+                   predictor_label: str | None = None, submitted_from: datetime | None = None,
+                   cpus: float | None = None, tie_break: str = DEFAULT_TIE_BREAK) -> SimulationReport:
     """Simulate a trace (or imported dataset) of the catalog of `home`.
 
-    Cluster size: `gpus` when given, else the catalog's (`trace_capacity`). `submitted_from` (an
+    Cluster size: `gpus` when given, else the catalog's (`trace_capacity`). `cpus` (total CPU
+    cores of the pool) models CPUs too, from each job's `num_cpus`; without it CPUs are not
+    modelled. `tie_break` (one of `TIE_BREAKS`) orders jobs whose keys are equal. `submitted_from` (an
     aware datetime) leaves out the jobs submitted before it; `limit` then keeps the first jobs by
     submission; `cluster` restricts jobs and capacity to one cluster of the trace. `predictor`
     gives the estimates of sjf-predicted, computed with every job of the trace (or cluster) handed
@@ -134,12 +166,17 @@ def simulate_trace(home: Path, trace: str, policies: list[str | Policy] | str | 
     """
     from ddlx.analysis.context import open_trace
 
+    check_tie_break(tie_break)
     chosen = _as_policies(policies, las_thresholds_gpu_s)
-    wants_estimates = any(p.needs_estimates for p in chosen)
-    if wants_estimates and predictor is None:
-        raise SimulationError("sjf-predicted needs run-time estimates: give a predictor (--predictor DIR)")
+    wanting = _needing_estimates(chosen)
+    wants_estimates = wanting is not None
+    if wanting and predictor is None:
+        raise SimulationError(f"{wanting} needs run-time estimates: give a predictor (--predictor DIR)")
     if gpus is not None and not gpus > 0:
         raise SimulationError(f"cluster size must be above 0 GPUs, got {gpus:g}")
+    check_cpu_capacity(cpus)
+    if cpus is not None:
+        _check_cpu_policies(chosen)
     if submitted_from is not None and submitted_from.tzinfo is None:
         raise SimulationError("the start of the simulated window needs a time zone (UTC)")
     described: dict[str, Any] | None = None
@@ -157,8 +194,8 @@ def simulate_trace(home: Path, trace: str, policies: list[str | Policy] | str | 
                     else trace_capacity(ctx, cluster))
         workload = load_workload(ctx, capacity, limit=limit, cluster=cluster,
                                  submitted_from_s=submitted_from.timestamp() if submitted_from else None,
-                                 estimates=estimates if wants_estimates else None)
+                                 estimates=estimates if wants_estimates else None, cpus=cpus)
     if described is not None:
         described["jobs_given_to_predictor"] = described["jobs"]
         described["jobs"] = workload.jobs
-    return simulate(workload, chosen, backfill, estimates=described)
+    return simulate(workload, chosen, backfill, estimates=described, tie_break=tie_break)

@@ -26,17 +26,34 @@ preempt each other.
 Waiting jobs are held in one heap per distinct GPU request, keyed by priority, with a segment tree
 of the heap heads: finding the first job in order that fits in `g` free GPUs costs O(log sizes), so
 each event costs O(log n).
+
+Two cases take a second, simpler engine (`_run_general`): CPUs modelled beside GPUs (a job starts
+only when both its GPUs and its CPU cores fit in the free ones), and the shortest-remaining-time
+policies (srtf, srtf-predicted). Its scheduling pass walks the jobs in order at each event:
+
+- non-preemptive policies (fifo, sjf) walk the waiting jobs in the policy's order; a job that fits
+  in both free GPUs and free CPUs starts; without backfilling the first one that does not fit
+  stops the pass, with backfilling the pass goes on;
+- srtf walks the running and the waiting jobs together, by least remaining time (ties by the
+  tie-break), handing out the pool from scratch: a job whose GPUs and CPUs fit in what the jobs
+  before it left keeps running or starts; a running job that no longer fits is preempted (it keeps
+  the seconds it ran and later resumes with no cost); a waiting one that does not fit waits (and,
+  without backfilling, no waiting job after it starts at this event; running jobs after it keep
+  running while they fit).
+
+This pass costs O(jobs running + jobs waiting) per event (and a sort for srtf): it suits samples
+(`--limit`) more than whole traces on an overloaded pool. LAS with CPUs modelled is not offered.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from dataclasses import dataclass
 from heapq import heappop, heappush
 
 import numpy as np
 
-from ddlx.simulate.policies import Policy
+from ddlx.simulate.policies import DEFAULT_TIE_BREAK, Policy, tie_rank
 from ddlx.simulate.workload import GPU_UNITS_PER_GPU, SimulationError, Workload
 
 #: Key of an empty heap in the segment tree (above any job's key).
@@ -125,15 +142,25 @@ class _WaitingQueues:
             node >>= 1
 
 
-def simulate_policy(workload: Workload, policy: Policy, backfill: bool = True) -> Schedule:
-    """Run `policy` on `workload` (with greedy backfilling when `backfill`): a `Schedule`."""
+def simulate_policy(workload: Workload, policy: Policy, backfill: bool = True,
+                    tie_break: str = DEFAULT_TIE_BREAK) -> Schedule:
+    """Run `policy` on `workload` (with greedy backfilling when `backfill`, ties between equal keys
+    broken by `tie_break`, one of `TIE_BREAKS`): a `Schedule`."""
     capacity = workload.capacity_units()
     need = workload.gpu_units()
     if capacity < 1:
         raise SimulationError(f"cluster size must be at least 1/{GPU_UNITS_PER_GPU} GPU")
     if int(need.max()) > capacity:
         raise SimulationError("a job asks for more GPUs than the cluster has (the workload should have left it out)")
-    rank = policy.priority_rank(workload)
+    if workload.models_cpus:
+        if policy.thresholds_gpu_s:
+            raise SimulationError(f"{policy.name} does not model CPUs; run it without a CPU capacity (--cpus)")
+        if int(workload.cpu_units().max()) > workload.cpu_capacity_units():
+            raise SimulationError("a job asks for more CPU cores than the cluster has (the workload should have "
+                                  "left it out)")
+    rank = policy.priority_rank(workload, tie_break)
+    if policy.remaining_time or workload.models_cpus:
+        return _run_general(workload, policy, need, capacity, rank, tie_rank(workload, tie_break), backfill)
     if policy.preemptive:
         return _run_preemptive(workload, policy, need, capacity, rank, backfill)
     return _run_non_preemptive(workload, policy, need, capacity, rank, backfill)
@@ -324,6 +351,148 @@ def _run_preemptive(workload: Workload, policy: Policy, need_units: np.ndarray, 
                 make_room(need[job], now)
             start(job, now)
     if first() != _EMPTY:
+        raise RuntimeError("simulation ended with jobs still waiting")
+    return Schedule(policy.name, backfill, np.array(first_start), np.array(end),
+                    busy_integral / GPU_UNITS_PER_GPU, preemptions, sum(preempted))
+
+
+def _run_general(workload: Workload, policy: Policy, need_units: np.ndarray, capacity: int,
+                 rank_array: np.ndarray, ties_array: np.ndarray, backfill: bool) -> Schedule:
+    """GPUs and CPUs both counted; fifo and sjf (non-preemptive) or srtf (preemptive, by remaining time)."""
+    submit = workload.submit_s.tolist()
+    run = workload.run_s.tolist()
+    need = need_units.tolist()
+    cpu_need = workload.cpu_units().tolist()
+    cpu_capacity = workload.cpu_capacity_units()
+    rank = rank_array.tolist()
+    ties = ties_array.tolist()
+    srtf = policy.remaining_time
+    duration = policy.duration_key(workload) if srtf else None
+    length = duration.tolist() if duration is not None else run
+    jobs = len(submit)
+    executed = [0.0] * jobs  # seconds run before the current run
+    run_since = [0.0] * jobs
+    version = [0] * jobs  # bumped at each preemption: older end events of the job are stale
+    preempted = [False] * jobs
+    first_start = [-1.0] * jobs
+    end = [0.0] * jobs
+    ending: list[tuple[float, int, int]] = []  # (time, job, version)
+    running: set[int] = set()
+    waiting: list[tuple[float, int, int]] = []  # sorted: (remaining by the policy's duration, or 0, tie, job)
+    free, free_cpus = capacity, cpu_capacity
+    busy_units, busy_integral, last_time = 0, 0.0, 0.0
+    preemptions = 0
+
+    def waiting_entry(job: int) -> tuple[float, int, int]:
+        if srtf:
+            return (max(length[job] - executed[job], 0.0), ties[job], job)
+        return (0.0, rank[job], job)
+
+    def start(job: int, now: float) -> None:
+        nonlocal free, free_cpus, busy_units
+        free -= need[job]
+        free_cpus -= cpu_need[job]
+        busy_units += need[job]
+        if first_start[job] < 0:
+            first_start[job] = now
+        run_since[job] = now
+        running.add(job)
+        heappush(ending, (now + (run[job] - executed[job]), job, version[job]))
+
+    def stop(job: int, now: float) -> None:
+        nonlocal free, free_cpus, busy_units, preemptions
+        executed[job] += now - run_since[job]
+        version[job] += 1
+        running.discard(job)
+        preempted[job] = True
+        preemptions += 1
+        free += need[job]
+        free_cpus += cpu_need[job]
+        busy_units -= need[job]
+
+    def pass_in_order(now: float) -> None:
+        """Non-preemptive: start the waiting jobs in order while they fit (all of them with backfilling)."""
+        nonlocal waiting
+        kept: list[tuple[float, int, int]] = []
+        for position, entry in enumerate(waiting):
+            if free <= 0:
+                kept.extend(waiting[position:])
+                break
+            job = entry[2]
+            if need[job] <= free and cpu_need[job] <= free_cpus:
+                start(job, now)
+            elif backfill:
+                kept.append(entry)
+            else:
+                kept.extend(waiting[position:])
+                break
+        waiting = kept
+
+    def pass_by_remaining(now: float) -> None:
+        """srtf: hand out the pool from scratch in order of remaining time, running jobs included."""
+        nonlocal waiting
+        active = sorted((max(length[j] - executed[j] - (now - run_since[j]), 0.0), ties[j], j) for j in running)
+        room, room_cpus = capacity, cpu_capacity
+        blocked = False
+        to_stop: list[int] = []
+        to_start: list[int] = []
+        kept: list[tuple[float, int, int]] = []
+        a = w = 0
+        while a < len(active) or w < len(waiting):
+            if a == len(active) and (room <= 0 or blocked):
+                kept.extend(waiting[w:])
+                break
+            if w == len(waiting) or (a < len(active) and active[a] < waiting[w]):
+                job = active[a][2]
+                a += 1
+                if need[job] <= room and cpu_need[job] <= room_cpus:
+                    room -= need[job]
+                    room_cpus -= cpu_need[job]
+                else:
+                    to_stop.append(job)
+                continue
+            entry = waiting[w]
+            w += 1
+            job = entry[2]
+            if not blocked and need[job] <= room and cpu_need[job] <= room_cpus:
+                room -= need[job]
+                room_cpus -= cpu_need[job]
+                to_start.append(job)
+            else:
+                blocked = blocked or not backfill
+                kept.append(entry)
+        for job in to_stop:
+            stop(job, now)
+        for job in to_start:
+            start(job, now)
+        waiting = kept
+        for job in to_stop:
+            insort(waiting, waiting_entry(job))
+
+    arrived = 0
+    while arrived < jobs or ending:
+        next_arrival = submit[arrived] if arrived < jobs else float("inf")
+        now = ending[0][0] if ending and ending[0][0] < next_arrival else next_arrival
+        busy_integral += busy_units * (now - last_time)
+        last_time = now
+        while ending and ending[0][0] <= now:
+            _, job, job_version = heappop(ending)
+            if job_version != version[job]:
+                continue  # the job was preempted after this end was planned
+            running.discard(job)
+            executed[job] = run[job]
+            end[job] = now
+            free += need[job]
+            free_cpus += cpu_need[job]
+            busy_units -= need[job]
+        while arrived < jobs and submit[arrived] <= now:
+            insort(waiting, waiting_entry(arrived))
+            arrived += 1
+        if srtf:
+            pass_by_remaining(now)
+        else:
+            pass_in_order(now)
+    if waiting or running:
         raise RuntimeError("simulation ended with jobs still waiting")
     return Schedule(policy.name, backfill, np.array(first_start), np.array(end),
                     busy_integral / GPU_UNITS_PER_GPU, preemptions, sum(preempted))

@@ -16,8 +16,8 @@ import polars as pl
 from ddlx.analysis.definitions import Definition
 from ddlx.atomic import write_text_atomic
 from ddlx.simulate.engine import Schedule
-from ddlx.simulate.policies import Policy
-from ddlx.simulate.workload import EXCLUSION_REASONS, GPU_UNITS_PER_GPU, Workload
+from ddlx.simulate.policies import DEFAULT_TIE_BREAK, TIE_BREAKS, Policy
+from ddlx.simulate.workload import CPU_UNITS_PER_CORE, EXCLUSION_REASONS, GPU_UNITS_PER_GPU, Workload
 
 SIMULATION_DEFINITIONS: tuple[Definition, ...] = (
     Definition(
@@ -49,8 +49,9 @@ SIMULATION_DEFINITIONS: tuple[Definition, ...] = (
     ),
     Definition(
         "sim.preemptions.count", "Preemptions", "count",
-        "Times a running job was stopped to give its GPUs to a job of a higher-priority queue "
-        "(LAS only); preempted_jobs counts the jobs stopped at least once.",
+        "Times a running job was stopped to give its GPUs (and CPUs) to a job of higher priority "
+        "(las: a job of a higher-priority queue; srtf: a job with less remaining time); "
+        "preempted_jobs counts the jobs stopped at least once. Null for non-preemptive policies.",
     ),
 )
 
@@ -106,6 +107,19 @@ class SimulationReport:
     backfill: bool
     results: list[PolicyResult]
     estimates: dict[str, Any] | None = None
+    tie_break: str = DEFAULT_TIE_BREAK
+
+    def cpu_model(self) -> dict[str, Any]:
+        """Whether CPUs were modelled, the pool's cores and the rule (the JSON's `cpus`)."""
+        workload = self.workload
+        if not workload.models_cpus:
+            return {"modelled": False, "cores": None, "requests_missing": None,
+                    "rule": "CPUs are not modelled: only GPUs limit when a job starts (give --cpus N to model them)"}
+        return {"modelled": True, "cores": workload.cpu_capacity, "requests_missing": workload.cpu_requests_missing,
+                "rule": "a job starts only when both its GPUs and its CPU cores (num_cpus, counted in thousandths "
+                        f"of a core) fit in the free ones of the pool of {workload.cpu_capacity:g} cores; a job "
+                        "without a CPU request asks for none",
+                "units_per_core": CPU_UNITS_PER_CORE}
 
     def result(self, policy: str) -> PolicyResult:
         return next(r for r in self.results if r.policy == policy)
@@ -126,12 +140,14 @@ class SimulationReport:
             "synthetic": workload.source.get("synthetic"),
             "cluster_model": "one pool of GPUs, no nodes; requests counted in thousandths of a GPU",
             "capacity": asdict(workload.capacity),
+            "cpus": self.cpu_model(),
             "backfill": self.backfill,
+            "tie_break": {"rule": self.tie_break, "description": TIE_BREAKS[self.tie_break]},
             "workload": {
                 "jobs_considered": workload.jobs_considered,
                 "jobs_simulated": workload.jobs,
                 "excluded": dict(workload.excluded),
-                "exclusion_reasons": dict(EXCLUSION_REASONS),
+                "exclusion_reasons": {key: EXCLUSION_REASONS[key] for key in workload.excluded},
                 "first_submission_utc": origin,
                 "submitted_from_utc": workload.source.get("submitted_from_utc"),
                 "work_gpu_s": float(np.sum(workload.gpu_units() * workload.run_s) / GPU_UNITS_PER_GPU),

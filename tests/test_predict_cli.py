@@ -88,15 +88,22 @@ def test_train_apply_export_on_an_imported_dataset(pcli, tmp_path: Path) -> None
     assert exported == dict(zip(table.get_column("job_id").to_list(), table.get_column("pred_s").to_list()))
     assert "SYNTHETIC" not in result.err
 
-    result = pcli("predict", "export", "--predictions", tmp_path / "predictions.parquet", "--format", "pai-sim",
-                  "--out", tmp_path / "sim.csv")
+    # The simulator's job table comes from the dataset, the model's estimates carried along.
+    moved = pcli("predict", "export", "--predictions", tmp_path / "predictions.parquet", "--format", "pai-sim",
+                 "--out", tmp_path / "sim.csv")
+    assert_clean_failure(moved, "ddlx datasets export NAME --format pai-sim --predictions FILE")
+    result = pcli("datasets", "export", "toy", "--format", "pai-sim", "--predictions", tmp_path / "predictions.parquet",
+                  "--out", tmp_path / "sim.csv", "--data-home", home)
     assert result.code == 0, result.err
-    assert "left out 20 job(s): no run time" in result.err
+    assert "dropped 20 rows" in result.out
     with open(tmp_path / "sim.csv", newline="") as handle:
         sim = list(csv.DictReader(handle))
-    assert len(sim) == 180 and sim[0]["job_id"] == "j000" and float(sim[0]["submit_time"]) == 0.0
-    # j001 was submitted 60 s after j000 and runs 200 s (user u1).
-    assert (sim[1]["job_id"], float(sim[1]["submit_time"]), float(sim[1]["duration"])) == ("j001", 60.0, 200.0)
+    ids = {row["job_id"]: row["original_job_id"] for row in csv.DictReader(open(tmp_path / "sim.csv.ids.csv"))}
+    assert len(sim) == 180 and ids[sim[0]["job_id"]] == "j000" and sim[0]["submit_time"] == "0"
+    # j001 was submitted 60 s after j000 and runs 200 s (user u1); its estimate is the model's.
+    assert (ids[sim[1]["job_id"]], sim[1]["submit_time"], sim[1]["duration"]) == ("j001", "60", "200")
+    predicted = dict(zip(table.get_column("job_id").to_list(), table.get_column("pred_s").to_list()))
+    assert sim[1]["group_gpu_dur"] == str(round(predicted["j001"]))
 
 
 def _hand_table(path: Path) -> Path:
@@ -113,22 +120,14 @@ def _hand_table(path: Path) -> Path:
 
 def test_export_formats_line_by_line(pcli, tmp_path: Path) -> None:
     table = _hand_table(tmp_path / "p.parquet")
-    outputs = {}
-    for fmt in ("estimate-csv", "pai-sim", "priority"):
-        out = tmp_path / f"{fmt}.csv"
-        result = pcli("predict", "export", "--predictions", table, "--format", fmt, "--out", out)
-        assert result.code == 0, result.err
-        outputs[fmt] = out.read_text().splitlines()
-    assert outputs["estimate-csv"] == ["job_id,estimate", "a,100.0", "b,50.0", "c,10.0"]
-    # c has no run time: left out. Sorted by submission: b (t0) then a (t0 + 10 s); user_dur and
-    # group_dur the history baselines, user_gpu_dur and group_gpu_dur the model's pred_s.
-    assert outputs["pai-sim"] == [
-        "job_id,user,num_gpu,num_cpu,num_inst,submit_time,duration,user_dur,user_gpu_dur,group_dur,group_gpu_dur",
-        "b,u2,0.5,1.0,2,0.0,40.0,30.0,50.0,35.0,50.0",
-        "a,u1,2.0,4.0,1,10.0,120.0,90.0,100.0,80.0,100.0",
-    ]
-    # priority = pred_s x num_gpus: a 100 x 2, b 50 x 0.5; c (GPUs unknown) left out.
-    assert outputs["priority"] == ["job_id,priority", "a,200.0", "b,25.0"]
+    out = tmp_path / "estimate-csv.csv"
+    result = pcli("predict", "export", "--predictions", table, "--format", "estimate-csv", "--out", out)
+    assert result.code == 0, result.err
+    assert out.read_text().splitlines() == ["job_id,estimate", "a,100.0", "b,50.0", "c,10.0"]
+    for moved in ("pai-sim", "priority"):
+        assert_clean_failure(pcli("predict", "export", "--predictions", table, "--format", moved, "--out",
+                                  tmp_path / f"{moved}.csv"), f"--format {moved} --predictions FILE")
+        assert not (tmp_path / f"{moved}.csv").exists()
 
 
 def test_export_refuses_ids_that_repeat_across_clusters(pcli, tmp_path: Path) -> None:
@@ -167,12 +166,12 @@ def test_clean_failures(pcli, tmp_path: Path) -> None:
                       "--out", tmp_path / "o.csv")
     assert bad_format.code == 2 and "estimate-csv" in _plain(bad_format.err)
     assert_clean_failure(pcli("predict", "export", "--predictions", tmp_path / "absent.parquet", "--format",
-                              "priority", "--out", tmp_path / "o.csv"), "absent.parquet", "no such prediction file")
-    # The five columns of Predictor.predict are enough for estimates, not for the PAI simulator.
-    five = tmp_path / "five.csv"
-    five.write_text("job_id,pred_s,p50_s,p90_s,model_id\na,1.5,1.0,3.0,m\n")
-    assert_clean_failure(pcli("predict", "export", "--predictions", five, "--format", "pai-sim",
-                              "--out", tmp_path / "o.csv"), "five.csv", "no column(s) user", "ddlx predict apply")
+                              "estimate-csv", "--out", tmp_path / "o.csv"), "absent.parquet", "no such prediction file")
+    # The estimate list needs the job ids and estimates.
+    two = tmp_path / "two.csv"
+    two.write_text("job_id,p50_s\na,1.0\n")
+    assert_clean_failure(pcli("predict", "export", "--predictions", two, "--format", "estimate-csv",
+                              "--out", tmp_path / "o.csv"), "two.csv", "no column(s) pred_s", "ddlx predict apply")
     bad = tmp_path / "bad.csv"
     bad.write_text("job_id,pred_s\na,1.5\nb,soon\n")
     assert_clean_failure(pcli("predict", "export", "--predictions", bad, "--format", "estimate-csv",

@@ -186,8 +186,8 @@ def test_excluded_jobs_are_counted_by_reason() -> None:
 
 
 def test_policy_names_and_thresholds_are_checked() -> None:
-    with pytest.raises(SimulationError, match="unknown policy 'srtf'"):
-        resolve_policies(["fifo", "srtf"])
+    with pytest.raises(SimulationError, match="unknown policy 'lifo'"):
+        resolve_policies(["fifo", "lifo"])
     assert [p.name for p in resolve_policies(["FIFO", "las", "fifo"])] == ["fifo", "las"]
     with pytest.raises(SimulationError, match="increasing"):
         las_policy((100.0, 50.0))

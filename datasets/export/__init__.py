@@ -1,7 +1,9 @@
 """Exports: any dataset of the catalog written in the format a simulator or scheduler reads, with a
 loss report and a `datapackage.json`-style sidecar beside the file.
 
-`FORMATS` lists the formats (one module each, declaring `FORMAT`); `export_dataset` opens the
+`FORMATS` lists the formats: one module each here for the formats that belong to no trace
+(declaring `FORMAT`), and the formats a trace's own tools read, declared by that trace's folder
+(`formats.EXPORT_FORMATS`); `export_dataset` opens the
 dataset (a registered trace that is not ingested is read from its SYNTHETIC sample, labelled as
 such), writes the file through a temporary name, and writes the sidecar: the resources written,
 the source dataset and the sha256 of its input files, the trace's licence and citation, the loss
@@ -16,12 +18,22 @@ from pathlib import Path
 from typing import Any
 
 from ddlx.datasets.archives import sha256_file
-from ddlx.datasets.export import swf
+from ddlx.datasets.export import batsim, gavel, sia, swf, tiresias
+from ddlx.datasets.export.jobs import ExportRequest
 from ddlx.datasets.export.model import ExportError, ExportFormat, ExportResult, LossReport, Written
 from ddlx.errors import UsageError, did_you_mean
 
+
+def _formats() -> dict[str, ExportFormat]:
+    from ddlx.datasets.traces import trace_parts
+
+    found = [module.FORMAT for module in (swf, tiresias, sia, gavel, batsim)]
+    found += [fmt for _, module in trace_parts("formats") for fmt in getattr(module, "EXPORT_FORMATS", ())]
+    return {fmt.name: fmt for fmt in found}
+
+
 #: The formats, by the name `--format` takes.
-FORMATS: dict[str, ExportFormat] = {fmt.name: fmt for fmt in (swf.FORMAT,)}
+FORMATS: dict[str, ExportFormat] = _formats()
 
 
 def get_format(name: str) -> ExportFormat:
@@ -31,14 +43,28 @@ def get_format(name: str) -> ExportFormat:
     return FORMATS[name]
 
 
+def parse_options(pairs: list[str]) -> dict[str, str]:
+    """`KEY=VALUE` settings of a format (from `--option`) as a dict; `UsageError` for another shape."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option {pair!r}: expected KEY=VALUE")
+        options[key.strip()] = value.strip()
+    return options
+
+
 def sidecar_path(path: Path) -> Path:
     """Where the sidecar of the export `path` goes: `<path>.datapackage.json`."""
     return Path(f"{path}.datapackage.json")
 
 
 def export_dataset(home: Path, name: str, fmt: str, out: Path, use_sample: bool = False,
-                   progress: Callable[[str], None] | None = None) -> ExportResult:
-    """Write the dataset `name` of the catalog of `home` as `fmt` to `out`, with its sidecar."""
+                   progress: Callable[[str], None] | None = None, predictions: Path | None = None,
+                   options: dict[str, str] | None = None) -> ExportResult:
+    """Write the dataset `name` of the catalog of `home` as `fmt` to `out`, with its sidecar;
+    `predictions` (a table of `ddlx predict apply`) gives the estimates of formats that carry one,
+    `options` the format's own settings (`ExportFormat.options`)."""
     from ddlx.analysis.context import open_trace
     from ddlx.atomic import write_text_atomic
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
@@ -48,11 +74,27 @@ def export_dataset(home: Path, name: str, fmt: str, out: Path, use_sample: bool 
     out = Path(out)
     if out.is_dir():
         raise ExportError(f"{out}: is a folder; expected the path of the file to write")
+    options = dict(options or {})
+    unknown = [key for key in options if key not in chosen.options]
+    if unknown:
+        accepted = ", ".join(chosen.options) or "none"
+        raise UsageError(f"the {fmt} format has no option '{unknown[0]}'; it accepts: {accepted}"
+                         f"{did_you_mean(unknown[0], chosen.options)}")
+    table = None
+    if predictions is not None:
+        if not chosen.carries_estimate:
+            carrying = ", ".join(f.name for f in FORMATS.values() if f.carries_estimate)
+            raise UsageError(f"the {fmt} format has no place for a duration estimate; --predictions goes with: "
+                             f"{carrying}")
+        from ddlx.predict.export import read_predictions
+
+        table = read_predictions(Path(predictions))
     data_home = home_with_jobs_or_sample(Path(home), name, use_sample, progress=progress)
     loss = LossReport()
     with open_trace(data_home, name) as ctx, storage_errors(out, f"writing the {fmt} export"):
         out.parent.mkdir(parents=True, exist_ok=True)
-        written = chosen.write(ctx, out, loss)
+        request = ExportRequest(ctx, table, Path(predictions) if predictions else None, options)
+        written = chosen.write(request, out, loss)
         document = _sidecar(ctx, chosen, out, written, loss)
         sidecar = sidecar_path(out)
         write_text_atomic(sidecar, json.dumps(document, indent=2, default=str) + "\n")
@@ -82,5 +124,5 @@ def _sidecar(ctx: Any, fmt: ExportFormat, out: Path, written: Written, loss: Los
     }
 
 
-__all__ = ["FORMATS", "ExportError", "ExportFormat", "ExportResult", "LossReport", "Written", "export_dataset",
-           "get_format", "sidecar_path"]
+__all__ = ["FORMATS", "ExportError", "ExportFormat", "ExportRequest", "ExportResult", "LossReport", "Written",
+           "export_dataset", "get_format", "parse_options", "sidecar_path"]

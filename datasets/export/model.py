@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ddlx.analysis.context import TraceContext
 from ddlx.errors import DdlxError
+
+if TYPE_CHECKING:
+    from ddlx.datasets.export.jobs import ExportRequest
 
 
 class ExportError(DdlxError):
@@ -59,15 +61,19 @@ class Written:
 @dataclass(frozen=True)
 class ExportFormat:
     """One output format: its `name` (as `--format` takes it), the `consumer` that reads it, where
-    its definition comes from (`reference`), the file `suffix`, and `write(ctx, path, loss)`, which
-    writes the file (and any beside it) and returns what it wrote."""
+    its definition comes from (`reference`), the file `suffix`, and `write(request, path, loss)`,
+    which writes the file (and any beside it) and returns what it wrote. `options` are the
+    `--option KEY=VALUE` it accepts (key -> what it sets, with its default); `carries_estimate`
+    says whether `--predictions` has a place in it."""
 
     name: str
     title: str
     consumer: str
     reference: str
     suffix: str
-    write: Callable[[TraceContext, Path, LossReport], Written]
+    write: Callable[[ExportRequest, Path, LossReport], Written]
+    options: dict[str, str] = field(default_factory=dict)
+    carries_estimate: bool = False
 
 
 @dataclass

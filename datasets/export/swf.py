@@ -12,13 +12,14 @@ whitespace-separated integers, -1 where a value is unknown:
 16 partition number   17 preceding job        18 think time
 
 How a canonical job becomes a line (each rule is also in the export's loss report):
-- jobs in submission order (then job id); job number 1..N; the original ids go to `<file>.ids.csv`;
+- jobs in submission order (then cluster and job id); job number 1..N; the original ids go to `<file>.ids.csv`;
 - submit time: whole seconds since the first submission, whose Unix time is `UnixStartTime`;
 - wait = queue_s, run = run_s, rounded to whole seconds; -1 without one (still running, never
   started; a negative run time too);
 - processors are GPUs (the GPU-as-processor convention, stated in the header): num_gpus, a part of
   a GPU counted as one GPU (rounded up); 0 for a CPU-only job; -1 when unknown;
 - requested memory: mem_gb in KB per processor (per job for a CPU-only job);
+- requested time: the model's estimate with `--predictions` (whole seconds), else -1;
 - status from the canonical state: completed 1, failed 0, cancelled 5, else -1;
 - user, executable (recurring job group), queue (virtual cluster) and partition (cluster) are
   numbered 1.. in order of first submission; the sidecar maps them back to the names.
@@ -32,6 +33,7 @@ from pathlib import Path
 import polars as pl
 
 from ddlx.analysis.context import TraceContext
+from ddlx.datasets.export.jobs import ExportRequest, documented_gpus, integral, write_id_map, write_text
 from ddlx.datasets.export.model import ExportFormat, LossReport, Written
 
 #: SWF status codes of the canonical states that have one.
@@ -51,28 +53,25 @@ def _numbering(frame: pl.DataFrame, column: str) -> dict[str, int]:
     return {str(name): number for number, name in enumerate(names, 1)}
 
 
-def swf_lines(ctx: TraceContext, loss: LossReport) -> tuple[list[str], pl.DataFrame, dict[str, dict[str, int]]]:
-    """The header and job lines of `ctx`'s jobs, the id map (job number, job_id, cluster) and the
+def swf_lines(request: ExportRequest, loss: LossReport) -> tuple[list[str], pl.DataFrame, dict[str, dict[str, int]]]:
+    """The header and job lines of the request's jobs, the id map (job number, job_id, cluster) and the
     numberings of users, executables, queues and partitions."""
-    jobs = ctx.query(f"""
-        SELECT job_id, cluster, "user", vc, job_group, epoch(submit_time) AS submit_s, queue_s, run_s,
-               num_gpus, mem_gb, state
-        FROM {ctx.jobs} ORDER BY submit_time, job_id NULLS LAST""")
-    loss.drop("no submission time (SWF orders jobs by it)", jobs.filter(pl.col("submit_s").is_null()).height)
-    jobs = jobs.filter(pl.col("submit_s").is_not_null())
+    jobs = request.jobs(loss)
+    ctx = request.ctx
     origin = int(jobs["submit_s"].min() // 1) if jobs.height else 0
     numbering = {field: _numbering(jobs, column) for field, column in NUMBERED.items()}
     gpus = pl.col("num_gpus")
     procs = (pl.when(gpus.is_null()).then(-1).when(gpus == 0).then(0).otherwise(gpus.ceil()).cast(pl.Int64))
-    whole = lambda column: pl.col(column).round(0).cast(pl.Int64)  # noqa: E731
-    lines = jobs.with_row_index("job", 1).select(
-        pl.col("job").cast(pl.Int64),
+    whole = lambda column: integral(pl.col(column))  # noqa: E731
+    lines = jobs.select(
+        pl.col("seq").alias("job"),
         (pl.col("submit_s") - origin).floor().cast(pl.Int64).alias("submit"),
         pl.when(pl.col("queue_s") >= 0).then(whole("queue_s")).otherwise(-1).alias("wait"),
         pl.when(pl.col("run_s") >= 0).then(whole("run_s")).otherwise(-1).alias("run"),
         procs.alias("allocated_procs"),
         pl.lit(-1).alias("avg_cpu_time"), pl.lit(-1).alias("used_memory"),
-        procs.alias("requested_procs"), pl.lit(-1).alias("requested_time"),
+        procs.alias("requested_procs"),
+        pl.when(pl.col("estimate_s") >= 0).then(integral(pl.col("estimate_s"))).otherwise(-1).alias("requested_time"),
         pl.when(pl.col("mem_gb").is_null()).then(-1)
           .otherwise((pl.col("mem_gb") * 1024 * 1024 / pl.max_horizontal(procs, 1)).round(0)).cast(pl.Int64)
           .alias("requested_memory"),
@@ -84,7 +83,7 @@ def swf_lines(ctx: TraceContext, loss: LossReport) -> tuple[list[str], pl.DataFr
     _record_losses(jobs, loss)
     body = lines.select(pl.concat_str([pl.col(f).cast(pl.String) for f in FIELDS], separator=" ")
                         .alias("line"))["line"].to_list()
-    ids = jobs.with_row_index("job", 1).select(pl.col("job").cast(pl.Int64), "job_id", "cluster")
+    ids = jobs.select(pl.col("seq").alias("job"), "job_id", "cluster")
     return _header(ctx, jobs, origin, lines) + body, ids, numbering
 
 
@@ -102,7 +101,8 @@ def _record_losses(jobs: pl.DataFrame, loss: LossReport) -> None:
                                         "0 for a CPU-only job; -1 when unknown"),
         ("status (field 11)", "completed 1, failed 0, cancelled 5; -1 for a job still running, never "
                               "started or without a state"),
-        ("avg CPU time, used memory, requested time, group, preceding job, think time", "-1: not recorded"),
+        ("requested time (field 9)", "the model's estimate with --predictions (whole seconds), else -1"),
+        ("avg CPU time, used memory, group, preceding job, think time", "-1: not recorded"),
     ]
 
 
@@ -128,7 +128,7 @@ def _header(ctx: TraceContext, jobs: pl.DataFrame, origin: int, lines: pl.DataFr
         header.append("; Note: the trace's times are offsets from an undisclosed start, not dates: "
                       "submit times count from its first submission")
     max_procs = int(lines["allocated_procs"].max() or 0) if lines.height else 0
-    capacity = _gpu_capacity(ctx)
+    capacity = documented_gpus(ctx)
     header += [f"; MaxProcs: {capacity if capacity else max_procs}",
                "; Note: processors are GPUs (fields 5 and 8 give a job's GPUs; a job asking for part of a GPU "
                "counts one; a CPU-only job has 0)" + ("" if capacity else "; MaxProcs is the largest job, the "
@@ -139,29 +139,16 @@ def _header(ctx: TraceContext, jobs: pl.DataFrame, origin: int, lines: pl.DataFr
     return header
 
 
-def _gpu_capacity(ctx: TraceContext) -> int | None:
-    """The GPUs the dataset documents (the largest total of its gpu_capacity view), if any."""
-    if not ctx.has_view("gpu_capacity"):
-        return None
-    row = ctx.one_row("""SELECT max(total) AS gpus FROM (
-        SELECT source, valid_from, sum(gpus) AS total FROM gpu_capacity GROUP BY source, valid_from)""")
-    return int(row["gpus"]) if row["gpus"] is not None else None
-
-
-def write_swf(ctx: TraceContext, path: Path, loss: LossReport) -> Written:
-    """Write `ctx`'s jobs as SWF to `path` and their id map beside it (`<path>.ids.csv`)."""
-    from ddlx.atomic import atomic_file
-
-    lines, ids, numbering = swf_lines(ctx, loss)
-    id_map = Path(f"{path}.ids.csv")
-    with atomic_file(path) as tmp:
-        tmp.write_text("\n".join(lines) + "\n")
-    with atomic_file(id_map) as tmp:
-        ids.write_csv(tmp)
+def write_swf(request: ExportRequest, path: Path, loss: LossReport) -> Written:
+    """Write the request's jobs as SWF to `path` and their id map beside it (`<path>.ids.csv`)."""
+    lines, ids, numbering = swf_lines(request, loss)
+    write_text(path, "\n".join(lines) + "\n")
+    id_map = write_id_map(ids, path)
     return Written(ids.height, [id_map], numbering)
 
 
 FORMAT = ExportFormat(
     name="swf", title="Standard Workload Format 2.2 (Parallel Workloads Archive)",
     consumer="simulators of HPC schedulers that read the Parallel Workloads Archive's logs",
-    reference="Parallel Workloads Archive, Standard Workload Format, version 2.2", suffix=".swf", write=write_swf)
+    reference="Parallel Workloads Archive, Standard Workload Format, version 2.2", suffix=".swf", write=write_swf,
+    carries_estimate=True)

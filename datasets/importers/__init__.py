@@ -35,8 +35,10 @@ Stored tables (`-` in the dataset name becomes `_` in table names)
   to the input) and `source_cluster` (the part's file name without extension).
 - `<name>_jobs`: the canonical rows, rolled up as follows (`col(key)` is the mapped column):
   - trace = the dataset name; cluster = col(cluster), else `source_cluster`;
-  - job_id, user, vc, job_group, job_name, workload, gpu_type = the mapped column, else NULL
-    (no job id is invented when none is mapped: row order is not a stable identity);
+  - job_id, user, vc, job_group, job_name, workload, gpu_type = the mapped column, else NULL;
+    without a job id column, each row gets a row id: `1`, `2`, ... in order of submission time,
+    ties broken by the row's stored values as text (the same input gives the same ids, whatever
+    order its files are read in; rows without a submission time come last);
   - submit_time = col(submit); start_time = col(start); when no start is mapped, start_time =
     submit_time (the job is assumed to start at submission) and queue_s is NULL (unknown);
   - end_time = col(end), else start_time + duration; NULL when start_time is NULL (never started);

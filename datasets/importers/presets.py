@@ -1,15 +1,22 @@
 """The importer's presets: known table shapes (Microsoft ITP, Slurm `sacct`), each a column mapping
-with its time unit, delimiter and rules, for `ddlx datasets import NAME --preset P`."""
+with its time unit, delimiter and rules, for `ddlx datasets import NAME --preset P`; `presets()`
+adds the file formats read through a converter (the Standard Workload Format, and the formats of
+tools published with a trace)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
 class Preset:
     """A known table shape: its mapping, time unit, delimiter and extra rules. `wall_clock` False
-    when its times are offsets from an undisclosed start (no time of day or weekday)."""
+    when its times are offsets from an undisclosed start (no time of day or weekday). A file that is
+    no table (a log with comments, a JSON document) has a `convert(source, display, out)`, which
+    reads the file `source` (named `display` to the user), writes the table the mapping reads as
+    Parquet to `out`, and raises `InputError` naming the line and field of bad input."""
 
     name: str
     description: str
@@ -19,6 +26,9 @@ class Preset:
     delimiter: str = ","
     drop_job_steps: bool = False
     wall_clock: bool | None = None
+    convert: Callable[[Path, str, Path], None] | None = None
+    #: file name endings the converter reads (besides the table files), e.g. (".swf",)
+    suffixes: tuple[str, ...] = ()
 
 
 PRESETS: dict[str, Preset] = {
@@ -44,3 +54,20 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+
+
+def presets() -> dict[str, Preset]:
+    """Every preset: the table shapes above, the Standard Workload Format reader, and the formats of
+    the tools published with a trace (`IMPORT_PRESETS` of a trace folder's `formats`)."""
+    from ddlx.datasets.importers.swf import SWF_PRESET
+    from ddlx.datasets.traces import trace_parts
+
+    found = {**PRESETS, SWF_PRESET.name: SWF_PRESET}
+    for _, module in trace_parts("formats"):
+        found.update({preset.name: preset for preset in getattr(module, "IMPORT_PRESETS", ())})
+    return found
+
+
+def get_preset(name: str | None) -> Preset | None:
+    """The preset called `name` (None for None); None for an unknown name."""
+    return presets().get(name) if name else None

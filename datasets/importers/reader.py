@@ -38,7 +38,7 @@ from ddlx.errors import InputError, first_line, read_error
 if TYPE_CHECKING:
     from ddlx.datasets.ingest import IngestResult
 
-from ddlx.datasets.importers.presets import PRESETS, Preset
+from ddlx.datasets.importers.presets import PRESETS, Preset, get_preset
 from ddlx.datasets.importers.spec import (
     CSV_SUFFIXES,
     IMPORT_FORMAT,
@@ -184,6 +184,15 @@ class _Columns:
         return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
 
 
+def row_id_sql(cols: "_Columns", present: set[str]) -> str:
+    """The job id of a row of a table without an id column: its position (1, 2, ...) when the rows
+    are ordered by submission time, then by every stored value of the row as text (so identical
+    input gives identical ids, however the files were read)."""
+    values = ", ".join(f"CAST(r.{quote_identifier(name)} AS VARCHAR) NULLS FIRST" for name in sorted(present))
+    submit = cols.time("submit") or "NULL"
+    return f"CAST(row_number() OVER (ORDER BY {submit} NULLS LAST, {values}) AS VARCHAR)"
+
+
 def jobs_sql(spec: ImportSpec, raw: str, present: set[str]) -> str:
     """The canonical rows of an import, from the stored raw table `raw` (a table expression)
     whose columns are `present`."""
@@ -223,7 +232,7 @@ def jobs_sql(spec: ImportSpec, raw: str, present: set[str]) -> str:
 WITH given AS (
     SELECT
         {cluster} AS cluster,
-        {cols.text('job_id')} AS job_id,
+        {cols.text('job_id') if cols.column('job_id') else row_id_sql(cols, present)} AS job_id,
         {cols.text('user')} AS "user",
         {cols.text('vc')} AS vc,
         {cols.text('job_group')} AS job_group,
@@ -260,6 +269,10 @@ FROM ended
 
 # -- locating the input ---------------------------------------------------------------------
 
+#: The ending of the Parquet table a preset's converter writes from one input file.
+CONVERTED_SUFFIX = ".converted.parquet"
+
+
 def _is_parquet(name: str) -> bool:
     return name.lower().endswith(PARQUET_SUFFIXES)
 
@@ -273,12 +286,12 @@ def _stem(name: str) -> str:
     return base.rsplit(".", 1)[0] if "." in base else base
 
 
-def _archive_parts(archive: Path, shown: str) -> list[SourcePart]:
-    names = archive_member_names(archive, wanted=_is_table_file)
+def _archive_parts(archive: Path, shown: str, wanted: Callable[[str], bool]) -> list[SourcePart]:
+    names = archive_member_names(archive, wanted=wanted)
     parts = []
     for member in sorted(names):
         base = member.replace("\\", "/").rsplit("/", 1)[-1]
-        if _is_table_file(member) and not base.startswith("."):
+        if wanted(member) and not base.startswith("."):
             parts.append(SourcePart(archive, member, labels=(
                 ("source_file", f"{shown}:{member}"), ("source_cluster", _stem(member)))))
     return parts
@@ -288,24 +301,36 @@ def _file_part(path: Path, shown: str) -> SourcePart:
     return SourcePart(path, labels=(("source_file", shown), ("source_cluster", _stem(path.name))))
 
 
-def locate_parts(source: Path) -> list[SourcePart]:
-    """The parts of an import input: a CSV or Parquet file, an archive of them, or a folder of them."""
+def _wanted_by(preset: Preset | None) -> Callable[[str], bool]:
+    """Which file names of a folder or archive an import reads: table files, or for a preset with a
+    converter, the names ending as its `suffixes` say."""
+    if preset is None or preset.convert is None:
+        return _is_table_file
+    endings = tuple(suffix.lower() for suffix in preset.suffixes)
+    return lambda name: name.lower().endswith(endings)
+
+
+def locate_parts(source: Path, preset: Preset | None = None) -> list[SourcePart]:
+    """The parts of an import input: a CSV or Parquet file, an archive of them, or a folder of them
+    (for a preset with a converter: files of its format instead of tables)."""
+    wanted = _wanted_by(preset)
     if not os.path.exists(source):
         raise InputError(str(source), "does not exist; expected a CSV or Parquet file, a .tar.gz/.zip "
                                       "archive of CSV files, or a folder of them")
     if not source.is_dir() and is_input_file(source):
-        parts = _archive_parts(source, source.name) if is_archive(source) else [_file_part(source, source.name)]
+        parts = (_archive_parts(source, source.name, wanted) if is_archive(source)
+                 else [_file_part(source, source.name)])
     else:
         parts = []
         for path in sorted(source.rglob("*")):
             relative = path.relative_to(source)
             if any(p.startswith(".") for p in relative.parts):
                 continue
-            if not (is_archive(path) or _is_table_file(path.name)) or not is_input_file(path):
+            if not (is_archive(path) or wanted(path.name)) or not is_input_file(path):
                 continue  # is_input_file refuses a folder or FIFO named like a table file
             if is_archive(path):
-                parts += _archive_parts(path, relative.as_posix())
-            elif _is_table_file(path.name):
+                parts += _archive_parts(path, relative.as_posix(), wanted)
+            elif wanted(path.name):
                 parts.append(_file_part(path, relative.as_posix()))
     if not parts:
         raise InputError(str(source), "holds no CSV or Parquet file (.csv, .txt, .psv, .tsv, .parquet); "
@@ -491,7 +516,7 @@ def _find_row(local: LocalPart, check: _ValueCheck, value: str, delimiter: str) 
     """Where `check.column` first holds `value` in `local`: (line, None) for a CSV, (None, 'row N')
     for Parquet. Runs only in the error path, after DuckDB found the bad value."""
     column = check.column
-    if _is_parquet(local.part.member or local.part.path.name):
+    if _is_parquet(local.part.member or local.part.path.name) or local.local_path.name.endswith(CONVERTED_SUFFIX):
         con = duckdb.connect()
         try:
             found = con.execute(
@@ -566,33 +591,43 @@ class ImportAdapter(TraceAdapter):
         return self.spec
 
     def locate(self, source: Path, tables: Sequence[str]) -> dict[str, list[SourcePart]]:
-        return {self.import_spec.raw_table: locate_parts(self.input_path or source)}
+        spec = self.import_spec
+        return {spec.raw_table: locate_parts(self.input_path or source, get_preset(spec.preset))}
 
     def load_table(self, con: duckdb.DuckDBPyConnection, table: str, parts: list[LocalPart],
                    out_path: Path, max_rejected_rows: int) -> LoadResult:
         spec = self.import_spec
+        convert = getattr(get_preset(spec.preset), "convert", None)
         total = LoadResult(rows=0)
         part_paths: list[Path] = []
+        read: list[LocalPart] = []  # the parts as read (a converted part: its table)
         try:
             for index, local in enumerate(parts):
                 single = len(parts) == 1
                 part_path = out_path if single else out_path.with_name(f"{out_path.stem}.part{index}.parquet")
                 part_paths.append(part_path)
-                if _is_parquet(local.part.member or local.part.path.name):
+                if convert is not None:
+                    converted = out_path.with_name(f"{out_path.stem}.part{index}{CONVERTED_SUFFIX}")
+                    part_paths.append(converted)
+                    convert(local.local_path, local.part.display, converted)
+                    local = LocalPart(local.part, converted)
+                    result = _load_parquet(con, spec, local, part_path)
+                elif _is_parquet(local.part.member or local.part.path.name):
                     result = _load_parquet(con, spec, local, part_path)
                 else:
                     csv_format = _csv_format(spec, local)
                     result = load_csv_parts(con, [local], part_path, max_rejected_rows, lambda _part: csv_format)
                 merge_results(total, result)
+                read.append(local)
             if len(parts) > 1:
-                sources = ", ".join(sql_string(str(p)) for p in part_paths)
+                sources = ", ".join(sql_string(str(p)) for p in part_paths if not p.name.endswith(CONVERTED_SUFFIX))
                 con.execute(f"COPY (SELECT * FROM read_parquet([{sources}], union_by_name=true)) "
                             f"TO {sql_string(str(out_path))} (FORMAT parquet, COMPRESSION zstd)")
+            check_values(con, spec, out_path, {_label(p.part, "source_file"): p for p in read})
         finally:
             for part_path in part_paths:
                 if part_path != out_path:
                     part_path.unlink(missing_ok=True)
-        check_values(con, spec, out_path, {_label(p.part, "source_file"): p for p in parts})
         return total
 
     def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
@@ -650,7 +685,7 @@ def import_with_spec(spec: ImportSpec, source: Path, home: Path, max_rejected_ro
 
     source = Path(source)
     if not os.path.exists(source):
-        locate_parts(source)  # raises the `InputError` saying what --from should be
+        locate_parts(source, get_preset(spec.preset))  # raises the `InputError` saying what --from should be
     adapter = ImportAdapter.for_spec(spec, input_path=source)
     handed = source if source.is_dir() or is_archive(source) else source.parent
     return ingest.ingest_with(adapter, handed, home, max_rejected_rows=max_rejected_rows, progress=progress)

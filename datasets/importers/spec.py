@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import duckdb
 
 from ddlx.datasets.canonical import jobs_table_name
-from ddlx.datasets.importers.presets import PRESETS
+from ddlx.datasets.importers.presets import presets
 from ddlx.datasets.ranges import ValueRange
 from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.timezones import utc_offset_pattern
@@ -255,9 +255,10 @@ def build_spec(name: str, mapping: dict[str, str] | str | None = None, preset: s
     check_dataset_name(name, registered)
     chosen = None
     if preset is not None:
-        if preset not in PRESETS:
-            raise ImportSpecError("--preset", f"unknown preset {preset!r}; expected one of: {', '.join(PRESETS)}")
-        chosen = PRESETS[preset]
+        known = presets()
+        if preset not in known:
+            raise ImportSpecError("--preset", f"unknown preset {preset!r}; expected one of: {', '.join(known)}")
+        chosen = known[preset]
     given = parse_mapping(mapping) if isinstance(mapping, str) else dict(mapping or {})
     for key in given:
         if key not in MAPPING_KEYS:

@@ -75,9 +75,11 @@ def sample_scale(name: str) -> float:
 
 #: The optional parts of a trace folder: `views` (its canonical views beyond jobs, their
 #: definitions, and its derivation of the core definitions), `analyses` (science only this
-#: trace's records allow, declared as parts of the analysis modules) and `reproduce` (the
-#: published figures of its papers, `PROFILES`, with the papers' definitions).
-OPTIONAL_PARTS: tuple[str, ...] = ("views", "analyses", "reproduce")
+#: trace's records allow, declared as parts of the analysis modules), `reproduce` (the
+#: published figures of its papers, `PROFILES`, with the papers' definitions) and `formats` (the
+#: file formats of the tools published with the trace: `EXPORT_FORMATS` that `ddlx datasets
+#: export` writes from any dataset, and `IMPORT_PRESETS` that `ddlx datasets import` reads).
+OPTIONAL_PARTS: tuple[str, ...] = ("views", "analyses", "reproduce", "formats")
 
 
 def trace_part(name: str, part: str) -> ModuleType | None:
