@@ -18,6 +18,7 @@ from ddlx.datasets.export import FORMATS, export_dataset, parse_options
 from ddlx.datasets.export.jobs import export_jobs, write_table
 from ddlx.datasets.export.model import ExportError, LossReport
 from ddlx.datasets.importers import import_dataset
+from ddlx.datasets.traces import TRACES
 from ddlx.errors import UsageError
 
 NO_IDS = """submit,duration,gpus
@@ -135,3 +136,25 @@ def test_the_docs_describe_every_format() -> None:
         assert f"\n## `{name}`" in docs, name
         assert f"\n| `{name}` |" in docs, name
         assert f"`{name}`" in readme, name
+
+
+@pytest.fixture(scope="module")
+def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("samples")
+
+
+@pytest.mark.parametrize("trace", list(TRACES))
+def test_every_format_writes_every_trace_or_says_what_it_needs(trace: str, sample_home: Path, tmp_path: Path) -> None:
+    """Any dataset, any format: each SYNTHETIC sample is written in every format, or refused in one
+    line naming what the format needs (the model's estimates, a node list)."""
+    for fmt in FORMATS:
+        out = tmp_path / ("openb_pod_list_x.csv" if fmt == "openb" else f"{fmt}.out")
+        try:
+            result = export_dataset(sample_home, trace, fmt, out, use_sample=True)
+        except ExportError as refused:
+            assert ("--predictions" in str(refused) and fmt == "priority") or "--option" in str(refused), refused
+            assert not out.exists()
+            continue
+        sidecar = json.loads(result.sidecar.read_text())
+        assert result.synthetic and sidecar["label"] == "SYNTHETIC" and result.rows > 0
+        assert sidecar["resources"][0]["rows"] == result.rows and out.stat().st_size > 0

@@ -204,16 +204,7 @@ def test_the_philly_sample_keeps_its_machines_and_wall_clock(tmp_path: Path) -> 
     assert checked == len(raw) == len(data)
 
 
-def _skip_until_wired() -> None:
-    import ddlx.datasets.importers.presets as p
-
-    known = set(p.PRESETS) | set(getattr(p, "presets", dict)())
-    if "philly-json" not in known:
-        pytest.skip("the philly-json preset is not wired into the importer yet")
-
-
 def test_the_philly_sample_round_trips(tmp_path: Path) -> None:
-    _skip_until_wired()
     out = tmp_path / "philly.json"
     export_dataset(tmp_path / "home", PHILLY, "philly-json", out, use_sample=True)
     import_dataset("back", out, tmp_path / "home", preset="philly-json")
@@ -284,7 +275,6 @@ def test_bad_input_names_the_file_and_job(tmp_path: Path, text: str, where: str,
 
 
 def test_a_round_trip_keeps_the_jobs(home: Path, tmp_path: Path) -> None:
-    _skip_until_wired()
     out = tmp_path / "log.json"
     export_dataset(home, "lab", "philly-json", out)
     import_dataset("back", out, home, preset="philly-json")
@@ -301,3 +291,21 @@ def test_a_round_trip_keeps_the_jobs(home: Path, tmp_path: Path) -> None:
         ("j-f", None, "vc1", T0 + 300, T0 + 300, None, 1.0, "completed"),
         ("j-g", "cy", "vc2", T0 + 400, T0 + 400, T0 + 460, 0.0, "completed"),
     ]
+
+
+def test_a_dataset_without_states_needs_a_stated_status(tmp_path: Path) -> None:
+    (tmp_path / "jobs.csv").write_text("id,submit,duration,gpus\na,0,60,1\nb,30,120,2\n")
+    home = tmp_path / "home"
+    import_dataset("nostate", tmp_path / "jobs.csv", home,
+                   mapping="job_id=id,submit=submit,duration=duration,gpus=gpus")
+    out = tmp_path / "n.json"
+    with pytest.raises(ExportError, match="records no job states.*--option unknown_status=Pass"):
+        export_dataset(home, "nostate", "philly-json", out)
+    with pytest.raises(ExportError, match="expected one of Pass, Killed, Failed"):
+        export_dataset(home, "nostate", "philly-json", out, options={"unknown_status": "Done"})
+    assert not out.exists()
+    result = export_dataset(home, "nostate", "philly-json", out, options={"unknown_status": "Pass"})
+    data = json.loads(out.read_text())
+    assert [(job["jobid"], job["status"]) for job in data] == [("a", "Pass"), ("b", "Pass")]
+    assert ("status of jobs without a state", "Pass (--option unknown_status), 2 jobs") in result.loss.filled
+    assert not result.loss.dropped

@@ -45,17 +45,6 @@ WHOLE = {"job", "allocated_procs", "requested_procs", "status", "user", "group",
          "partition", "preceding_job"}
 
 
-def swf_wired() -> bool:
-    """Whether the importer knows the preset `swf` (evaluated when each end-to-end test runs)."""
-    from ddlx.datasets.importers import presets
-
-    known = set(presets.PRESETS) | (set(presets.presets()) if hasattr(presets, "presets") else set())
-    return "swf" in known
-
-
-needs_preset = pytest.mark.skipif("not swf_wired()", reason="the importer does not read --preset swf yet")
-
-
 def parse_like_the_format(path: Path) -> list[list[float]]:
     """The SWF definition's reading rule in a few lines: skip `;` comments and blank lines, split
     every other line on whitespace into 18 numbers."""
@@ -192,7 +181,6 @@ def exported(tmp_path: Path) -> tuple[Path, Path]:
     return home, out
 
 
-@needs_preset
 def test_round_trip_restores_the_exported_jobs(exported: tuple[Path, Path]) -> None:
     from ddlx.datasets.importers import import_dataset
 
@@ -224,7 +212,6 @@ def test_round_trip_restores_the_exported_jobs(exported: tuple[Path, Path]) -> N
         assert job["state"] == (None if was["state"] == "running" else was["state"])
 
 
-@needs_preset
 def test_without_the_id_map_and_sidecar_jobs_keep_their_numbers(exported: tuple[Path, Path], tmp_path: Path) -> None:
     from ddlx.datasets.importers import import_dataset
 
@@ -239,7 +226,6 @@ def test_without_the_id_map_and_sidecar_jobs_keep_their_numbers(exported: tuple[
     assert {r["cluster"] for r in rows} == {"numbers"}  # one file: the dataset's name, as for any import
 
 
-@needs_preset
 def test_the_excerpt_imports_as_canonical_jobs(tmp_path: Path) -> None:
     from ddlx.datasets.importers import import_dataset
 
@@ -257,7 +243,6 @@ def test_the_excerpt_imports_as_canonical_jobs(tmp_path: Path) -> None:
     assert {r["num_gpus"] for r in as_cpus} == {0.0}
 
 
-@needs_preset
 def test_the_command_names_the_line_and_field_of_a_bad_log(cli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.swf"
     bad.write_text("; UnixStartTime: 0\n" + _line(1, 0, 1, 1, 1, 1) + "2 5 x 1 1 -1 -1 1 -1 -1 1 1 -1 -1 1 1 -1 -1\n")

@@ -98,7 +98,7 @@ def export_dataset(home: Path, name: str, fmt: str, out: Path, use_sample: bool 
         document = _sidecar(ctx, chosen, out, written, loss)
         sidecar = sidecar_path(out)
         write_text_atomic(sidecar, json.dumps(document, indent=2, default=str) + "\n")
-        return ExportResult(out, sidecar, fmt, written.rows, loss, ctx.synthetic, written.extra_files)
+        return ExportResult(out, sidecar, fmt, written.rows, loss, ctx.synthetic, written.extra_files, chosen.rows_are)
 
 
 def _sidecar(ctx: Any, fmt: ExportFormat, out: Path, written: Written, loss: LossReport) -> dict[str, Any]:

@@ -64,7 +64,7 @@ class ExportFormat:
     its definition comes from (`reference`), the file `suffix`, and `write(request, path, loss)`,
     which writes the file (and any beside it) and returns what it wrote. `options` are the
     `--option KEY=VALUE` it accepts (key -> what it sets, with its default); `carries_estimate`
-    says whether `--predictions` has a place in it."""
+    says whether `--predictions` has a place in it; `rows_are` what a row of its main file is."""
 
     name: str
     title: str
@@ -74,6 +74,7 @@ class ExportFormat:
     write: Callable[[ExportRequest, Path, LossReport], Written]
     options: dict[str, str] = field(default_factory=dict)
     carries_estimate: bool = False
+    rows_are: str = "jobs"  # what one row of the main file is (the openb pod list: pods)
 
 
 @dataclass
@@ -87,3 +88,4 @@ class ExportResult:
     loss: LossReport
     synthetic: bool
     extra_files: list[Path] = field(default_factory=list)
+    rows_are: str = "jobs"

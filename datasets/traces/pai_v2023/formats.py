@@ -332,7 +332,7 @@ EXPORT_FORMATS: tuple[ExportFormat, ...] = (ExportFormat(
              "the pod list; the node list is its GPU node list",
     reference="alibaba/clusterdata cluster-trace-gpu-v2023 (openb_node_list_gpu_node.csv, "
               "openb_pod_list_default.csv); hkust-adsl/kubernetes-scheduler-simulator data/pod_csv_to_yaml.py",
-    suffix=".csv", write=write_openb,
+    suffix=".csv", write=write_openb, rows_are="pods",
     options={"gpus": "the GPUs to build the node list from, as 8-GPU nodes: N (no model) or MODEL:N,MODEL:N,...; "
                      "needed when the dataset documents no nodes or capacity, used instead of them when given; "
                      "default: the documented ones"}),)

@@ -37,7 +37,9 @@ How a canonical job becomes a job object (each rule is also in the export's loss
   Times are cut to the whole second;
 - status from the canonical state: completed Pass, cancelled Killed, failed Failed; a job running,
   pending or without a state is left out (counted): the format has no word for it, and ddlx's own
-  reader of the format refuses any other status;
+  reader of the format refuses any other status. `--option unknown_status=Pass` (or Killed, Failed)
+  writes the jobs without a state with that status instead (stated in the loss report); a dataset
+  that records no state at all (an ITP import) needs it;
 - attempts: the dataset's `attempts` view when it has one (start, end, GPUs of each attempt), else one
   attempt from start_time to end_time (`"None"` for an end not recorded), none for a job that never
   started;
@@ -79,6 +81,8 @@ ATTEMPT_KEYS: tuple[str, ...] = ("start_time", "end_time", "detail")
 DETAIL_KEYS: tuple[str, ...] = ("ip", "gpus")
 #: Canonical state -> status word of the format.
 STATUS: dict[str, str] = {"completed": "Pass", "cancelled": "Killed", "failed": "Failed"}
+#: Status word -> canonical state (for `--option unknown_status`).
+STATE_OF: dict[str, str] = {word: state for state, word in STATUS.items()}
 #: Wall-clock format of every time, and the text of a missing time.
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 MISSING = "None"
@@ -155,10 +159,29 @@ def _attempts_of(request: ExportRequest, zone: str) -> dict[tuple[Any, str], lis
     return found
 
 
+def _unknown_status(request: ExportRequest, jobs: pl.DataFrame) -> str | None:
+    """The status word `--option unknown_status` gives jobs without a state (None: they are left
+    out). A dataset that records no state at all is refused without the option: every job would be
+    left out."""
+    given = request.options.get("unknown_status")
+    if given is not None and given not in STATE_OF:
+        raise ExportError(f"--option unknown_status={given}: expected one of {', '.join(STATE_OF)}")
+    if given is None and jobs.height and jobs.get_column("state").null_count() == jobs.height:
+        raise ExportError(f"dataset '{request.ctx.trace}' records no job states, and the job log's status is Pass, "
+                          "Killed or Failed: pass --option unknown_status=Pass (or Killed, Failed) to write every job "
+                          "with that status (stated in the loss report)")
+    return given
+
+
 def job_objects(request: ExportRequest, loss: LossReport) -> tuple[list[dict[str, Any]], str]:
     """The job objects of the request's jobs, in submission order, and the zone of their times."""
     jobs = request.jobs(loss)
     zone = _zone(request, jobs)
+    unknown = _unknown_status(request, jobs)
+    if unknown:
+        filled = jobs.filter(pl.col("state").is_null()).height
+        jobs = jobs.with_columns(pl.col("state").fill_null(STATE_OF[unknown]))
+        loss.filled.append(("status of jobs without a state", f"{unknown} (--option unknown_status), {filled:,} jobs"))
     for state, count in jobs.filter(~pl.col("state").is_in(list(STATUS)) | pl.col("state").is_null()) \
             .group_by("state").len().sort("state").iter_rows():
         loss.drop(f"state {state or 'unknown'}: the format's status is Pass, Killed or Failed", count)
@@ -242,7 +265,9 @@ EXPORT_FORMATS: tuple[ExportFormat, ...] = (ExportFormat(
               "and msr-fiddle/synergy simulator/helpers/parse_philly_trace_full.py",
     suffix=".json", write=write_job_log,
     options={"tz": "zone the times are written in: UTC (default), source (the dataset's own zone) or an IANA "
-                   "name"}),)
+                   "name",
+             "unknown_status": "status of the jobs the dataset records no state for: Pass, Killed or Failed "
+                               "(default: such jobs are left out; a dataset without any state needs it)"}),)
 
 
 # -- import --------------------------------------------------------------------------------
