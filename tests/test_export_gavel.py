@@ -177,3 +177,34 @@ def test_a_synthetic_sample_export(tmp_path: Path) -> None:
     assert jobs[0][-1] == 0.0
     document = json.loads(result.sidecar.read_text())
     assert document["label"] == "SYNTHETIC" and document["resources"][0]["format"] == "gavel"
+
+
+def gavel_rounds_fail(total_steps: int, steps_per_s: float, scale_factor: int, round_s: int = 360) -> bool:
+    """Gavel's simulator replaying a job alone: each round runs min(int(throughput x round), remaining)
+    steps, split among the job's workers with `//`; a worker given 0 steps fails the job."""
+    per_round, remaining = int(steps_per_s * round_s), total_steps
+    while remaining > 0:
+        steps = min(per_round, remaining)
+        if steps // scale_factor <= 0:
+            return True
+        remaining -= steps
+    return False
+
+
+def test_no_last_round_leaves_a_worker_without_steps(tmp_path: Path) -> None:
+    """An 8-GPU LM job of 7200 s: 7200 x 497.295 = 3,580,526 steps; rounds of int(497.295 x 360) =
+    179,026 steps leave 6 for the 21st round, fewer than its 8 workers: Gavel would fail it. The
+    export raises it by 2 steps to 3,580,528 (8 in the last round); the 3,600 s 2-GPU job needs no change."""
+    rate = V100[("LM (batch size 20)", 8)]
+    assert round(7200 * rate) == 3_580_526 and gavel_rounds_fail(3_580_526, rate, 8)
+    (tmp_path / "jobs.csv").write_text(f"id,gpus,submit,start,end,workload\nbig,8,{T0},{T0},{T0 + 7200},LM\n"
+                                       f"two,2,{T0 + 1},{T0 + 1},{T0 + 3601},\n")
+    import_dataset("rounds", tmp_path / "jobs.csv", tmp_path / "home",
+                   mapping="job_id=id,gpus=gpus,submit=submit,start=start,end=end,workload=workload")
+    out = tmp_path / "rounds.trace"
+    export_dataset(tmp_path / "home", "rounds", "gavel", out)
+    jobs = parse_trace(out)
+    assert [job[5] for job in jobs] == [3_580_528, round(3600 * V100[("ResNet-50 (batch size 64)", 2)])]
+    assert not any(gavel_rounds_fail(job[5], V100[(job[0], job[6])], job[6]) for job in jobs)
+    with pytest.raises(ExportError, match="round_s=0: expected a whole number"):
+        export_dataset(tmp_path / "home", "rounds", "gavel", out, options={"round_s": "0"})

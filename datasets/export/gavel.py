@@ -38,7 +38,11 @@ How a canonical job becomes a line (each rule is also in the export's loss repor
   scale factor (counted);
 - total_steps: run_s x the throughput (steps/s) of (job type, scale factor) on the reference GPU
   type, rounded, at least 1, so that Gavel replays the job alone on that GPU type in its recorded
-  run time. The throughputs are those of Gavel's `scheduler/simulation_throughputs.json` for a v100
+  run time. Gavel's simulator runs int(throughput x round length) steps per round and gives each
+  of a job's workers a round's steps `//` its scale factor, failing the job when a worker gets 0:
+  where the last round would hold fewer steps than the job's GPUs, total_steps is raised by the
+  few steps that fill it to the scale factor (rounds of `--option round_s`, default Gavel's 360 s).
+  The throughputs are those of Gavel's `scheduler/simulation_throughputs.json` for a v100
   running the job alone (built in for the types above), or `--option throughputs=<that file or
   another of its shape>` with `--option worker=<GPU type in it>` (default v100), which also allows
   every job type of the file. Jobs without a run time (never started, still running) are dropped;
@@ -93,7 +97,11 @@ OPTIONS: dict[str, str] = {
     "throughputs": "Gavel's throughputs JSON (as its simulator's --throughputs_file) that turns run time into "
                    "steps (default: the built-in v100 throughputs of the job types ddlx picks)",
     "worker": "the GPU type of the throughputs file on which a job replays in its run time (default v100)",
+    "round_s": "the length of Gavel's rounds, seconds (its simulator's --time_per_iteration; default 360), used "
+               "to keep a job's last round from leaving a worker without steps",
 }
+#: Gavel's default round length, seconds (its simulator's --time_per_iteration).
+DEFAULT_ROUND_S = 360
 
 
 def _key(name: str) -> str:
@@ -186,6 +194,27 @@ class ModelRule:
         return BY_SCALE_FACTOR[scale], name is not None
 
 
+def _round_length(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ExportError(f"--option round_s={text}: expected a whole number of seconds above 0")
+    return value
+
+
+def last_round_safe(steps: pl.Expr, rate: pl.Expr, scale_factor: pl.Expr, round_s: int) -> pl.Expr:
+    """`steps`, raised by less than `scale_factor` where needed so that, replayed alone on the
+    reference GPU type in rounds of `round_s` seconds (int(rate x round_s) steps each), the last
+    round holds at least one step per worker: Gavel's simulator splits a round's steps among a job's
+    workers with `//` and fails a job whose worker gets none."""
+    per_round = (rate * round_s).floor().cast(pl.Int64)
+    left = steps % pl.max_horizontal(per_round, pl.lit(1))
+    short = (per_round > 0) & (left > 0) & (left < scale_factor)
+    return pl.when(short).then(steps + scale_factor - left).otherwise(steps)
+
+
 def gavel_lines(request: ExportRequest, loss: LossReport) -> pl.DataFrame:
     """The trace lines (FIELDS) of the request's jobs, with `job_id` and `cluster` for the id map."""
     worker = request.option("worker", "v100")
@@ -198,6 +227,7 @@ def gavel_lines(request: ExportRequest, loss: LossReport) -> pl.DataFrame:
     else:
         known = V100_THROUGHPUTS
     rule = ModelRule(request.option("models", "auto"), known)
+    round_s = _round_length(request.option("round_s", str(DEFAULT_ROUND_S)))
     jobs = request.jobs(loss)
     gpus, run = pl.col("num_gpus"), pl.col("run_s")
     no_gpu = gpus.is_null() | (gpus <= 0)
@@ -223,7 +253,8 @@ def gavel_lines(request: ExportRequest, loss: LossReport) -> pl.DataFrame:
         pl.concat_str([pl.lit("ddlx:"), pl.col("export_id").str.replace_all(r"[\t\r\n]", " ")]).alias("command"),
         pl.lit(".").alias("working_directory"), pl.lit("--num_steps").alias("num_steps_arg"),
         pl.lit(0, pl.Int64).alias("needs_data_dir"),
-        pl.max_horizontal((run * pl.col("rate")).round(0), pl.lit(1.0)).cast(pl.Int64).alias("total_steps"),
+        last_round_safe(pl.max_horizontal((run * pl.col("rate")).round(0), pl.lit(1.0)).cast(pl.Int64),
+                        pl.col("rate"), pl.col("scale_factor"), round_s).alias("total_steps"),
         "scale_factor", pl.lit(1, pl.Int64).alias("priority_weight"), pl.lit(-1, pl.Int64).alias("SLO"),
         (pl.col("submit_s") - origin).floor().cast(pl.Int64).alias("arrival_time"),
         "job_id", "cluster")
@@ -258,7 +289,9 @@ def _record_losses(jobs: pl.DataFrame, picked: list[tuple[str, bool]], rule: Mod
                      f"{gave_way:,} jobs whose chosen type Gavel has not measured at their scale factor got that "
                      "default"),
         ("total_steps", f"run_s x steps/s of (job type, scale factor) from {throughputs}, rounded, at least 1: "
-                        "alone on that GPU type Gavel replays a job in its recorded run time"),
+                        "alone on that GPU type Gavel replays a job in its recorded run time; raised by fewer steps "
+                        "than the job's GPUs where its last round would leave a worker without steps (Gavel's "
+                        "simulator fails such a job), rounds of --option round_s seconds"),
         ("scale_factor", f"GPUs rounded up to 1, 2, 4 or 8: {fractional:,} jobs with a part of a GPU, {rounded:,} "
                          f"rounded up to the next measured size, {large:,} jobs of more than 8 GPUs written with 8"),
         ("command, working_directory, num_steps_arg, needs_data_dir",
