@@ -26,7 +26,8 @@ def datasets_import(
     source: Annotated[Path, typer.Option(
         "--from", help="A CSV or Parquet file, a .tar.gz/.zip archive of CSVs, or a folder of them.")],
     preset: Annotated[Optional[str], typer.Option(
-        "--preset", help="Known table shape: itp (Microsoft ITP / ElasticFlow) or slurm (sacct --parsable2).",
+        "--preset", help="Known table shape or file format: itp (Microsoft ITP / ElasticFlow), slurm (sacct "
+                         "--parsable2), swf (Standard Workload Format), or a trace tool's format (docs/import.md).",
         show_default=False)] = None,
     mapping: Annotated[Optional[str], typer.Option("--map", help=_MAP_HELP, show_default=False)] = None,
     time_unit: Annotated[Optional[str], typer.Option(
