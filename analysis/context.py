@@ -193,14 +193,19 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack, require_jobs: bool
                         unlogged_ends=set(known.unlogged_ends) if known else set(),
                         provenance=provenance, info=known, held=held,
                         # the canonical views are views of the jobs: none without them
-                        views=_open_views(con, trace, tables) if has_jobs else set())
+                        views=_open_views(con, trace, tables, home) if has_jobs else set())
 
 
-def _open_views(con: duckdb.DuckDBPyConnection, trace: str, tables: set[str]) -> set[str]:
+def _open_views(con: duckdb.DuckDBPyConnection, trace: str, tables: set[str], home: Path) -> set[str]:
     """Open the canonical views `trace` publishes over its `tables` as temporary views of `con`,
-    conformed to their declared columns; returns their names."""
+    conformed to their declared columns, and `gpu_samples` where telemetry was imported beside
+    it; returns their names."""
+    from ddlx.datasets.telemetry import store
+
     module = trace_part(trace, "views")
-    published: dict[str, str] = module.canonical_views(tables) if module else {}
+    published: dict[str, str] = dict(module.canonical_views(tables)) if module else {}
+    if store.has_samples(home, trace):
+        published["gpu_samples"] = store.samples_select(home, trace)
     for name, select in published.items():
         try:
             con.execute(f"CREATE TEMP VIEW {name} AS {VIEWS[name].conform_sql(select)}")

@@ -227,6 +227,41 @@ GPU_TASK_LISTS = CanonicalView(
     ),
 )
 
+GPU_SAMPLES = CanonicalView(
+    "gpu_samples",
+    "GPU telemetry imported beside the dataset (`ddlx datasets import-metrics`): one row per sample of "
+    "one DCGM field of one GPU (fields and units: `ddlx.datasets.telemetry.model.FIELDS`).",
+    (
+        CanonicalColumn("host", "VARCHAR", "node the GPU is in (the exporter's Hostname label)"),
+        CanonicalColumn("gpu", "INTEGER", "GPU index on the node (the gpu label)"),
+        CanonicalColumn("uuid", "VARCHAR", "the GPU's UUID; NULL when the source has none"),
+        CanonicalColumn("model", "VARCHAR", "GPU model (modelName); NULL when the source has none"),
+        CanonicalColumn("time", "TIMESTAMPTZ", "instant of the sample (UTC)"),
+        CanonicalColumn("field", "VARCHAR", "the field's short name (gpu_util, sm_active, tensor_active, ...)"),
+        CanonicalColumn("value", "DOUBLE", "the value, in the field's unit"),
+        CanonicalColumn("pod", "VARCHAR", "Kubernetes pod using the GPU at the sample; NULL when none or unknown"),
+        CanonicalColumn("namespace", "VARCHAR", "Kubernetes namespace of that pod"),
+        CanonicalColumn("container", "VARCHAR", "container of that pod"),
+        CanonicalColumn("hpc_job", "VARCHAR", "batch job id a site's exporter labels the sample with; NULL when none"),
+        CanonicalColumn("labels", "VARCHAR", "the sample's other labels as a JSON object"),
+    ),
+)
+
+GPU_ALLOCATIONS = CanonicalView(
+    "gpu_allocations",
+    "Which job held which GPU of which node, and when, where the dataset records it (Slurm: the "
+    "allocated nodes and GPU indices): one row per job, node and GPU.",
+    (
+        CanonicalColumn("cluster", "VARCHAR", "cluster of the job"),
+        CanonicalColumn("job_id", "VARCHAR", "the job, as its canonical row names it"),
+        CanonicalColumn("host", "VARCHAR", "node"),
+        CanonicalColumn("gpu", "INTEGER", "GPU index on the node"),
+        CanonicalColumn("start_time", "TIMESTAMPTZ", "start of the allocation (UTC)"),
+        CanonicalColumn("end_time", "TIMESTAMPTZ", "end of the allocation (UTC); NULL while the job runs"),
+    ),
+)
+
 #: The canonical views beyond jobs, by name.
 VIEWS: dict[str, CanonicalView] = {view.name: view for view in (GPU_CAPACITY, ATTEMPTS, GPU_INSTANCE_REQUESTS,
-                                                                 GPU_NODES, GPU_TASKS, GPU_TASK_LISTS)}
+                                                                 GPU_NODES, GPU_TASKS, GPU_TASK_LISTS, GPU_SAMPLES,
+                                                                 GPU_ALLOCATIONS)}
