@@ -23,6 +23,8 @@ MODULES: dict[str, str] = {
     "durations": "run-time CDFs by size and state with still-running jobs censored",
     "users": "GPU-time concentration over jobs and users; per-user summaries",
     "time_patterns": "submissions by hour of week; recurring jobs",
+    "gpu_efficiency": "GPU telemetry attributed to jobs: GPU-hours allocated and idle, SM and tensor activity, "
+                      "memory used, per job, user and partition; fleet allocated-but-idle share per hour",
 }
 
 

@@ -221,7 +221,9 @@ def datasets_synth(
     typer.echo(f"SYNTHETIC release written; ingest it with: ddlx datasets ingest {trace} --from {out}")
 
 
+from ddlx.cli.cluster_synth import synth_cluster_command  # noqa: E402
 from ddlx.cli.importing import datasets_import  # noqa: E402
+from ddlx.cli.telemetry import import_metrics_command  # noqa: E402
 
 
 @datasets_app.command("export")
@@ -276,6 +278,8 @@ from ddlx.cli.reproduce import reproduce_command  # noqa: E402
 from ddlx.cli.simulate import simulate_command  # noqa: E402
 
 datasets_app.command("import")(datasets_import)
+datasets_app.command("import-metrics")(import_metrics_command)
+datasets_app.command("synth-cluster")(synth_cluster_command)
 app.command("simulate")(simulate_command)
 app.command("reproduce")(reproduce_command)
 app.command("placement")(placement_command)

@@ -171,6 +171,15 @@ CHART_SPECS: tuple[ChartSpec, ...] = (
               x=("cluster", "vc"), group=("state",), y_percent=True),
     ChartSpec("failures", "attempts_per_job", "bar", "Scheduling attempts per job", "attempts",
               "share of jobs (%)", (("job_share", "jobs"),), x=("attempts",), y_percent=True, compare_where=()),
+    # gpu_efficiency
+    ChartSpec("gpu_efficiency", "idle_share_by_hour", "time",
+              "Allocated GPU-hours that sat idle, per hour (GPU telemetry)", "hour (UTC)",
+              "share of allocated GPU-hours (%)",
+              (("idle_share", "idle share of allocated"),), x=("hour",), y_percent=True),
+    ChartSpec("gpu_efficiency", "idle_share_by_hour", "time",
+              "GPU-hours per hour: allocated, idle while allocated, unallocated", "hour (UTC)", "GPU-hours",
+              (("allocated_gpu_hours", "allocated"), ("idle_gpu_hours", "allocated and idle"),
+               ("unallocated_gpu_hours", "unallocated")), x=("hour",), key="gpu-hours"),
     # sharing
     ChartSpec("sharing", "fractional_by_gpu_type", "bar",
               "GPU jobs that share a GPU, by GPU type", "GPU type", "share (%)",

@@ -66,6 +66,10 @@ MODULE_SECTIONS: tuple[tuple[str, str, str], ...] = (
      "How GPU-time is spread over jobs and users; the users with most GPU-time."),
     ("time_patterns", "Time patterns",
      "When jobs are submitted: hour of the week, day by day; recurring jobs."),
+    ("gpu_efficiency", "GPU efficiency",
+     "GPU telemetry (DCGM) attributed to jobs: GPU-hours allocated and idle per job, user and "
+     "partition; the fleet's allocated-but-idle share over time; the jobs and users holding most idle "
+     "GPU-hours."),
 )
 
 

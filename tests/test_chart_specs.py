@@ -1,8 +1,8 @@
 """The chart specifications (`ddlx.reports.chart_specs.chart_specs()`) against what the analysis
 modules produce: a spec naming a (module, table) that no module writes would never draw, silently.
 
-Data: the SYNTHETIC sample of every registered trace (`ensure_sample`, small scale), analysed once
-for the module.
+Data: the SYNTHETIC sample of every registered trace (`ensure_sample`, small scale), and a small
+SYNTHETIC cluster with GPU telemetry (`ddlx datasets synth-cluster`), analysed once for the module.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from ddlx.analysis.runner import run_analysis
+from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.synthetic import ensure_sample
+from ddlx.datasets.telemetry.generator import ClusterSpec, write_synthetic_cluster
+from ddlx.datasets.telemetry.importer import import_metrics
 from ddlx.datasets.traces import TRACES
 from ddlx.reports.chart_specs import chart_specs
 
@@ -25,11 +28,17 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[tuple[st
     for trace in TRACES:
         result = run_analysis(ensure_sample(home, trace), trace)
         tables[trace] = {(module.module, table.name) for module in result.modules for table in module.tables}
+    write_synthetic_cluster(ClusterSpec(gpus=8, days=1, step=300, seed=1), home / "cluster")
+    import_dataset("cluster", home / "cluster" / "sacct.txt", home / "telemetry-home", preset="slurm",
+                   tz="Europe/Berlin")
+    import_metrics(home / "telemetry-home", "cluster", home / "cluster" / "dcgm.om")
+    result = run_analysis(home / "telemetry-home", "cluster")
+    tables["cluster"] = {(module.module, table.name) for module in result.modules for table in module.tables}
     return tables
 
 
 def test_every_trace_produces_tables(produced: dict[str, set[tuple[str, str]]]) -> None:
-    assert set(produced) == set(TRACES)
+    assert set(produced) == {*TRACES, "cluster"}
     for trace, tables in produced.items():
         assert ("overview", "state_mix") in tables, trace
 

@@ -43,10 +43,11 @@ PRESETS: dict[str, Preset] = {
     "slurm": Preset(
         name="slurm",
         description="Slurm `sacct --parsable2` export: |-delimited, JobID,User,Account,Partition,State,"
-                    "Submit,Start,End,AllocTRES (JobName, ReqTRES, Cluster used when present)",
+                    "Submit,Start,End,AllocTRES (JobName, ReqTRES, Cluster, NodeList, GresDetail used when present)",
         mapping={"job_id": "JobID", "user": "User", "vc": "Partition", "state": "State",
                  "submit": "Submit", "start": "Start", "end": "End", "tres": "AllocTRES"},
-        optional={"job_name": "JobName", "req_tres": "ReqTRES", "cluster": "Cluster"},
+        optional={"job_name": "JobName", "req_tres": "ReqTRES", "cluster": "Cluster", "node_list": "NodeList",
+                  "gres_detail": "GresDetail"},
         time_unit="datetime",
         delimiter="|",
         drop_job_steps=True,

@@ -44,6 +44,9 @@ MAPPING_KEYS: dict[str, tuple[str, str]] = {
     "instances": ("number", "instances, pods or nodes of the job"),
     "tres": ("text", "Slurm TRES string (AllocTRES): gpus, cpus, mem_gb, gpu_type, instances"),
     "req_tres": ("text", "Slurm requested TRES (ReqTRES), used where tres is empty"),
+    "node_list": ("text", "Slurm hostlist of the job's nodes (NodeList, e.g. gpu[001-003]): GPU allocations"),
+    "gres_detail": ("text", "GPU indices per node, ;-separated in node-list order (GresDetail, e.g. "
+                            "gpu:a100:4(IDX:0-3)): GPU allocations"),
 }
 
 #: Time unit -> seconds per unit; `datetime` means date-time strings.

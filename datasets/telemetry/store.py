@@ -139,6 +139,26 @@ def pending(chunks: Iterable[Chunk], done: Iterable[Chunk]) -> list[Chunk]:
     return [chunk for chunk in chunks if chunk.key not in stored]
 
 
+def mark_synthetic_if_generated(home: Path, dataset: str, source_folder: Path) -> bool:
+    """Keep ddlx's SYNTHETIC marker with the telemetry when the file read came from a folder that
+    holds one (a generator's output): analyses of the dataset are then labelled SYNTHETIC."""
+    from ddlx.atomic import write_text_atomic
+    from ddlx.datasets.ingest import SYNTHETIC_MARKER
+
+    marker = Path(source_folder) / SYNTHETIC_MARKER
+    if not marker.is_file():
+        return False
+    write_text_atomic(telemetry_folder(home, dataset) / SYNTHETIC_MARKER, marker.read_text(encoding="utf-8"))
+    return True
+
+
+def is_synthetic(home: Path, dataset: str) -> bool:
+    """Whether some of the dataset's telemetry was generated (`mark_synthetic_if_generated`)."""
+    from ddlx.datasets.ingest import SYNTHETIC_MARKER
+
+    return (telemetry_folder(home, dataset) / SYNTHETIC_MARKER).is_file()
+
+
 def has_samples(home: Path, dataset: str) -> bool:
     folder = samples_folder(home, dataset)
     return folder.is_dir() and any(folder.glob("day=*/*.parquet"))

@@ -1,0 +1,598 @@
+"""GPU efficiency from telemetry: the GPU samples imported beside a dataset (`ddlx datasets
+import-metrics`, canonical view `gpu_samples`) attributed to jobs, then per job, user and
+partition/VC/namespace the GPU-hours allocated and idle, SM and tensor activity and memory used;
+the fleet's allocated-but-idle share per hour; the jobs and users with most idle GPU-hours; and
+what could not be attributed.
+
+Attribution (definitions `telemetry.*`): a sample of GPU (host, gpu) at time t belongs to job j
+when it carries j's id (`hpc_job` label, or `pod`/`namespace`: the job `<namespace>/<pod>`), else
+when `gpu_allocations` has a row (host, gpu) of j with start_time <= t < end_time (end NULL: still
+running), else it is unallocated. On a Kubernetes cluster whose jobs exist only in the samples, the
+jobs are the pods seen in the samples. A sample stands for the sampling period that starts at it
+(`telemetry.sample_period`).
+
+The primary measure of idleness is `gpu_util` < 5 percent (the field every dcgm-exporter serves by
+default); `sm_active` < 0.05 (a profiling field, not always enabled) is given beside it where
+present. A dataset with `sm_active` but no `gpu_util` uses `sm_active` as primary. Applies only
+when the dataset has GPU samples.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import polars as pl
+
+from ddlx.analysis.context import TraceContext
+from ddlx.analysis.definitions import Definition
+from ddlx.analysis.model import ModuleResult
+from ddlx.datasets.sqltext import sql_string
+
+#: Idle thresholds: a sample of gpu_util (percent) or sm_active (ratio 0-1) below this is idle.
+IDLE_GPU_UTIL_PERCENT = 5.0
+IDLE_SM_ACTIVE = 0.05
+#: Samples are reduced a slice of time at a time (seconds, counted from 1970-01-01 UTC), so that memory
+#: stays bounded however many there are.
+SLICE_S = 6 * 3600
+#: Rows of the top tables.
+TOP = 10
+#: Why the module does not apply without telemetry.
+NO_TELEMETRY = "no GPU telemetry imported (ddlx datasets import-metrics)"
+
+#: Device memory (GiB, as NVIDIA markets it) of GPU models whose name carries no size, by a
+#: regular expression on the model name (first match wins); a name with "<N>GB" gives N itself.
+DEVICE_MEMORY_GIB: tuple[tuple[str, int], ...] = (
+    (r"H200", 141), (r"H100", 80), (r"A100", 40), (r"\bA10G?\b", 24), (r"\bA30\b", 24), (r"\bA40\b", 48),
+    (r"\bL40S?\b", 48), (r"\bL4\b", 24), (r"\bT4\b", 16), (r"V100", 16), (r"P100", 16),
+    (r"RTX 3090", 24), (r"RTX 4090", 24),
+)
+
+DEFINITIONS: tuple[Definition, ...] = (
+    Definition(
+        "telemetry.sample_period", "Sample period", "s",
+        "A GPU sample stands for the period that starts at its timestamp: the median spacing of the "
+        "consecutive samples of the same field of the same GPU (host, gpu) over all the imported "
+        "samples (spacings of 0 left out); a series of one sample takes the median period of that "
+        "field's other series, and is left out (counted) when there is none. The period is measured "
+        "from the samples, not taken from the import's step, so gaps in scraping do not add time: a "
+        "missing sample counts no GPU-time. GPU-hours of samples = sum of their periods / 3600.",
+    ),
+    Definition(
+        "telemetry.attribution.label", "Sample attributed by its job label", "samples",
+        "A sample belongs to the job its labels name: the hpc_job label (a Slurm site's dcgm-exporter "
+        "HPC job mapping; the job whose canonical job_id equals it), else the Kubernetes pod "
+        "(job '<namespace>/<pod>', or '<pod>' without a namespace). Labels win over allocations. For "
+        "a Kubernetes cluster whose job table does not list the pods, the jobs are the pods seen in "
+        "the samples, without user or accounting; their group is the namespace.",
+    ),
+    Definition(
+        "telemetry.attribution.allocation", "Sample attributed by GPU allocation", "samples",
+        "A sample without a job label at time t of GPU (host, gpu) belongs to the job whose "
+        "gpu_allocations row (host, gpu) has start_time <= t < end_time (end NULL: still running); "
+        "half-open, so a sample at a job's end belongs to the next job, and a sample period that "
+        "starts before the end and straddles it belongs wholly to the ending job (telemetry can so "
+        "exceed the accounting by up to one period per GPU and job). Where rows overlap, the latest "
+        "start wins. A row with gpu NULL (the job claims the node, its GPU indices are unknown) "
+        "covers every GPU the node shows in its samples when the job holds at least as many GPUs per "
+        "node (its GPUs / its nodes) as the node shows, else none: those samples are unallocated and "
+        "counted (gpu_efficiency.data_quality). Job steps are not jobs.",
+    ),
+    Definition(
+        "telemetry.unallocated", "Unallocated GPU sample", "GPU-hours",
+        "A sample attributed to no job by label or allocation (telemetry.attribution.*): it counts "
+        "toward the fleet's GPU-hours and idle GPU-hours, not toward any job, user or group. "
+        "Unallocated share = unallocated GPU-hours / all sampled GPU-hours, of the primary field.",
+    ),
+    Definition(
+        "gpu_efficiency.allocated_gpu_hours", "GPU-hours allocated, per the telemetry", "GPU-hours",
+        "Per job: the periods (telemetry.sample_period) of the primary field's samples attributed to "
+        "it (telemetry.attribution.*), summed over its GPUs, / 3600. Primary field: gpu_util when the "
+        "dataset has any gpu_util sample, else sm_active. Summed over a user's or group's jobs, and "
+        "over all jobs.",
+    ),
+    Definition(
+        "gpu_efficiency.accounting_gpu_hours", "GPU-hours allocated, per the accounting, in the telemetry window",
+        "GPU-hours",
+        "Per job of the job table: GPUs of the job (gpu_request.job_total) x the hours its run "
+        "[start_time, end_time) overlaps the telemetry window [first sample, last sample + its "
+        "period) of the primary field; a job still running is held to the window's end. Beside "
+        "gpu_efficiency.allocated_gpu_hours to show what the samples cover. Pods known only from the "
+        "samples have none.",
+    ),
+    Definition(
+        "gpu_efficiency.idle_gpu_hours", "Idle GPU-hours", "GPU-hours",
+        "GPU-hours (gpu_efficiency.allocated_gpu_hours) of the samples whose primary value is under "
+        "the idle threshold: gpu_util < 5 percent (sm_active < 0.05 when sm_active is the primary "
+        "field). Idle share = idle GPU-hours / allocated GPU-hours.",
+    ),
+    Definition(
+        "gpu_efficiency.sm_idle_share", "Idle share by SM activity", "fraction",
+        "Beside the primary idle share: the GPU-hours of a job's sm_active samples with sm_active < "
+        "0.05 / the GPU-hours of all its sm_active samples. Only where sm_active was collected (a DCGM "
+        "profiling field): a GPU running any kernel (gpu_util high) can still leave its SMs idle.",
+    ),
+    Definition(
+        "gpu_efficiency.mean_activity", "Mean SM, tensor and GPU activity", "ratio 0-1 (gpu_util: percent)",
+        "Period-weighted mean of a field's samples attributed to the job (or user, group, all "
+        "jobs): sum(value x period) / sum(period), for sm_active, tensor_active (ratios 0-1) and "
+        "gpu_util (percent). NULL where the field was not collected.",
+    ),
+    Definition(
+        "gpu_efficiency.memory", "GPU memory used against device memory", "MiB",
+        "Mean (period-weighted) and peak fb_used_mib of the samples attributed to the job. Device "
+        "memory from the GPU's model name (the telemetry holds no free-memory field): a name carrying "
+        "'<N>GB' gives N x 1024 MiB (NVIDIA's GB are GiB; nvidia-smi's total can be a few hundred MiB "
+        "less), else a table of models (H200 141, H100 80, A100 40, A10/A10G/A30/L4 24, A40/L40/L40S "
+        "48, T4/V100/P100 16, RTX 3090/4090 24 GiB), else unknown; peak share = peak used / device "
+        "memory (largest device among the job's GPUs).",
+    ),
+    Definition(
+        "gpu_efficiency.idle_share_by_hour", "Fleet allocated-but-idle share per hour", "fraction",
+        "Per UTC hour (of the sample timestamps): idle GPU-hours / allocated GPU-hours over all jobs "
+        "(gpu_efficiency.idle_gpu_hours), with the unallocated GPU-hours (telemetry.unallocated) and "
+        "their idle part beside.",
+    ),
+    Definition(
+        "gpu_efficiency.data_quality", "Telemetry that attribution could not use", "as stated per row",
+        "Counted, never guessed: hosts with samples that no allocation and no sample's job label "
+        "names; unallocated samples of a GPU while a job holds or claims another GPU of the same node "
+        "(an allocation the job table misses, or GPUs of unknown index); jobs with allocations none "
+        "of whose GPUs has a sample during the allocation; samples left out for want of a period "
+        "(telemetry.sample_period).",
+    ),
+)
+
+_FIELDS = ("gpu_util", "sm_active", "tensor_active", "fb_used_mib")
+
+
+def device_memory_mib_sql(model: str) -> str:
+    """SQL: device memory (MiB) of a GPU from its model name `model` (definition gpu_efficiency.memory)."""
+    cases = " ".join(f"WHEN regexp_matches({model}, {sql_string(pattern)}) THEN {gib * 1024}"
+                     for pattern, gib in DEVICE_MEMORY_GIB)
+    named = f"TRY_CAST(regexp_extract({model}, '([0-9]+) ?GB', 1) AS INTEGER)"
+    return f"(CASE WHEN {named} IS NOT NULL THEN {named} * 1024 {cases} END)"
+
+
+def _primary(ctx: TraceContext) -> tuple[str, float]:
+    fields = set(ctx.query("SELECT DISTINCT field FROM gpu_samples")["field"].to_list())
+    if "gpu_util" in fields or "sm_active" not in fields:
+        return "gpu_util", float(ctx.options.get("idle_gpu_util_percent") or IDLE_GPU_UTIL_PERCENT)
+    return "sm_active", float(ctx.options.get("idle_sm_active") or IDLE_SM_ACTIVE)
+
+
+def _prepare(ctx: TraceContext, primary: str, idle: float) -> None:
+    """Small temporary tables, built one slice of time (`SLICE_S`) of samples at a time so that
+    memory stays bounded however many samples there are (sums, counts and maxima merge exactly
+    across slices; the gaps at the borders of slices are added from each series' first and last
+    sample of the slice):
+
+    - ge_gpus, ge_alloc (resolved allocations) and ge_timeline: per GPU with samples, non-overlapping
+      intervals, each with the job it belongs to by allocation (latest start wins; NULL for none) and
+      whether an allocation of any GPU of its host (or of unknown GPUs) covers it (`claimed`);
+    - ge_series: per series (host, gpu, field): samples, first and last time and the sample period;
+    - ge_cells: the samples counted per job, attribution, GPU, model, field and idle flags (count,
+      sum and max of the values; w: GPU-seconds, vw: value x GPU-seconds); ge_hours: the primary
+      field's samples per UTC hour, GPU, allocated or not and idle or not; ge_sampled: the jobs with
+      a sample in an interval of ge_timeline that is theirs.
+    Each sample is read once; no table holds a row per sample of more than one slice.
+    """
+    fields = ", ".join(sql_string(f) for f in _FIELDS)
+    _allocations(ctx)
+    slice_us = SLICE_S * 1_000_000
+    slices = ctx.query(f"""SELECT DISTINCT epoch_us(time) // {slice_us} AS number FROM gpu_samples
+                           WHERE field IN ({fields}) AND host IS NOT NULL AND gpu IS NOT NULL
+                           ORDER BY number""")["number"].to_list()
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_gaps (host VARCHAR, gpu INTEGER, field VARCHAR, gap_us BIGINT,
+                       n BIGINT)""")
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_slices (host VARCHAR, gpu INTEGER, field VARCHAR, slice BIGINT,
+                       n BIGINT, first TIMESTAMPTZ, last TIMESTAMPTZ)""")
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_cell_parts (host VARCHAR, gpu INTEGER, model VARCHAR, field VARCHAR,
+                       hpc_job VARCHAR, pod VARCHAR, namespace VARCHAR, seg_id BIGINT, below_idle BOOLEAN,
+                       below_sm BOOLEAN, n BIGINT, sum_v DOUBLE, max_v DOUBLE)""")
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_hours (hour_number BIGINT, host VARCHAR, gpu INTEGER,
+                       allocated BOOLEAN, below_idle BOOLEAN, n BIGINT)""")
+    for number in slices:
+        _one_slice(ctx, fields, primary, idle, number, number * slice_us, (number + 1) * slice_us)
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_series AS
+        WITH borders AS (
+            SELECT host, gpu, field,
+                   epoch_us(lead(first) OVER (PARTITION BY host, gpu, field ORDER BY slice)) - epoch_us(last) AS gap_us
+            FROM ge_slices),
+        gaps AS (SELECT host, gpu, field, gap_us, sum(n) AS n FROM (
+                     SELECT host, gpu, field, gap_us, n FROM ge_gaps
+                     UNION ALL SELECT host, gpu, field, gap_us, 1 FROM borders WHERE gap_us IS NOT NULL)
+                 WHERE gap_us > 0 GROUP BY ALL),
+        ranked AS (SELECT host, gpu, field, gap_us / 1e6 AS gap_s,
+                          sum(n) OVER (PARTITION BY host, gpu, field ORDER BY gap_us) - n AS below,
+                          sum(n) OVER (PARTITION BY host, gpu, field ORDER BY gap_us) AS upto,
+                          sum(n) OVER (PARTITION BY host, gpu, field) AS total
+                   FROM gaps),
+        -- the median of a series' gaps (quantile_cont: rank (total - 1) / 2, interpolated), from their counts
+        medians AS (SELECT host, gpu, field,
+                           any_value(gap_s) FILTER (WHERE below <= floor((total - 1) / 2) AND
+                                                    floor((total - 1) / 2) < upto) AS lo,
+                           any_value(gap_s) FILTER (WHERE below <= ceil((total - 1) / 2) AND
+                                                    ceil((total - 1) / 2) < upto) AS hi,
+                           any_value((total - 1) / 2 - floor((total - 1) / 2)) AS frac
+                    FROM ranked GROUP BY host, gpu, field),
+        series AS (SELECT d.host, d.gpu, d.field, sum(d.n) AS n, min(d.first) AS first, max(d.last) AS last,
+                          any_value(m.lo + (m.hi - m.lo) * m.frac) AS own_period_s
+                   FROM ge_slices d LEFT JOIN medians m USING (host, gpu, field) GROUP BY d.host, d.gpu, d.field),
+        fleet AS (SELECT field, quantile_cont(own_period_s, 0.5) AS period_s FROM series GROUP BY field)
+        SELECT s.host, s.gpu, s.field, s.n, s.first, s.last, coalesce(s.own_period_s, f.period_s) AS period_s
+        FROM series s LEFT JOIN fleet f USING (field)""")
+    # the job of a sample: its label, else the job of its timeline interval (definitions telemetry.*)
+    ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_cells AS
+        WITH parts AS (
+            SELECT p.*, coalesce(p.hpc_job, CASE WHEN p.pod IS NOT NULL THEN coalesce(p.namespace || '/', '') || p.pod
+                                             END) AS l_job,
+                   t.job_id AS t_job, t.cluster AS t_cluster, coalesce(t.claimed, false) AS claimed
+            FROM ge_cell_parts p LEFT JOIN ge_timeline t USING (seg_id)),
+        clusters AS (SELECT job_id, min(cluster) AS cluster FROM {ctx.jobs} GROUP BY job_id),
+        c AS (
+            SELECT CASE WHEN l_job IS NOT NULL THEN k.cluster ELSE t_cluster END AS cluster,
+                   coalesce(l_job, t_job) AS job_id,
+                   CASE WHEN hpc_job IS NOT NULL THEN 'label (hpc_job)' WHEN pod IS NOT NULL THEN 'label (pod)'
+                        WHEN t_job IS NOT NULL THEN 'allocation' ELSE 'unallocated' END AS attribution,
+                   namespace, host, gpu, model, field, claimed, below_idle, below_sm,
+                   sum(n)::BIGINT AS n, sum(sum_v) AS sum_v, max(max_v) AS max_v
+            FROM parts LEFT JOIN clusters k ON k.job_id = parts.l_job
+            GROUP BY ALL)
+        SELECT c.*, c.n * s.period_s AS w, c.sum_v * s.period_s AS vw, c.field = {sql_string(primary)} AS is_primary
+        FROM c JOIN ge_series s USING (host, gpu, field)""")
+    # jobs with a sample in an interval they hold by allocation (whatever the sample's label)
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_sampled AS
+        SELECT DISTINCT t.cluster, t.job_id FROM (SELECT DISTINCT seg_id FROM ge_cell_parts) p
+        JOIN ge_timeline t USING (seg_id) WHERE t.job_id IS NOT NULL""")
+    ctx.execute("DROP TABLE ge_cell_parts")
+    ctx.execute("DROP TABLE ge_gaps")
+
+
+def _allocations(ctx: TraceContext) -> None:
+    """ge_gpus (the GPUs with samples), ge_alloc (allocations, a row of unknown GPUs covering every
+    GPU of its node when the job holds that many) and ge_timeline (see `_prepare`)."""
+    ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_gpus AS
+        SELECT DISTINCT host, gpu FROM gpu_samples
+        WHERE host IS NOT NULL AND gpu IS NOT NULL AND field IN ({", ".join(sql_string(f) for f in _FIELDS)})""")
+    if ctx.has_view("gpu_allocations"):
+        ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_alloc AS
+            WITH host_gpus AS (SELECT host, count(DISTINCT gpu) AS gpus, list(DISTINCT gpu) AS gpu_list
+                               FROM ge_gpus GROUP BY host),
+            nodes AS (SELECT cluster, job_id, count(DISTINCT host) AS nodes FROM gpu_allocations
+                      GROUP BY cluster, job_id),
+            unknown AS (
+                SELECT a.cluster, a.job_id, a.host, a.start_time, a.end_time, h.gpu_list,
+                       j.num_gpus / n.nodes >= h.gpus AS holds_all
+                FROM gpu_allocations a JOIN nodes n USING (cluster, job_id)
+                LEFT JOIN host_gpus h USING (host)
+                LEFT JOIN (SELECT cluster, job_id, max(num_gpus) AS num_gpus FROM {ctx.jobs}
+                           GROUP BY cluster, job_id) j USING (cluster, job_id)
+                WHERE a.gpu IS NULL)
+            SELECT cluster, job_id, host, gpu, start_time, end_time, true AS known FROM gpu_allocations
+            WHERE gpu IS NOT NULL
+            UNION ALL
+            SELECT cluster, job_id, host, unnest(gpu_list) AS gpu, start_time, end_time, true AS known
+            FROM unknown WHERE coalesce(holds_all, false)
+            UNION ALL
+            SELECT cluster, job_id, host, NULL AS gpu, start_time, end_time, false AS known
+            FROM unknown WHERE NOT coalesce(holds_all, false)""")
+    else:
+        ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_alloc AS
+            SELECT NULL::VARCHAR AS cluster, NULL::VARCHAR AS job_id, NULL::VARCHAR AS host, NULL::INTEGER AS gpu,
+                   NULL::TIMESTAMPTZ AS start_time, NULL::TIMESTAMPTZ AS end_time, true AS known WHERE false""")
+    # Per GPU: elementary intervals between the starts and ends of its allocations, each belonging to
+    # the covering allocation that started last (ties: the lower job id), or to none (left out).
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_won AS
+        WITH rows AS (SELECT * FROM ge_alloc WHERE known AND start_time IS NOT NULL),
+        points AS (SELECT DISTINCT host, gpu, start_time AS t FROM rows
+                   UNION SELECT DISTINCT host, gpu, end_time FROM rows WHERE end_time IS NOT NULL),
+        segments AS (SELECT host, gpu, t AS seg_start, lead(t) OVER (PARTITION BY host, gpu ORDER BY t) AS seg_end
+                     FROM points)
+        SELECT s.host, s.gpu, s.seg_start, s.seg_end, r.cluster, r.job_id
+        FROM segments s JOIN rows r
+          ON r.host = s.host AND r.gpu = s.gpu AND r.start_time <= s.seg_start
+             AND (r.end_time IS NULL OR s.seg_start < r.end_time)
+        QUALIFY row_number() OVER (PARTITION BY s.host, s.gpu, s.seg_start
+                                   ORDER BY r.start_time DESC, r.job_id, r.cluster) = 1""")
+    # Per host: intervals between the starts and ends of all its allocation rows (known GPUs or not),
+    # covered when some row holds them (a sweep: rows started minus rows ended so far).
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_held AS
+        WITH rows AS (SELECT * FROM ge_alloc
+                      WHERE start_time IS NOT NULL AND (end_time IS NULL OR end_time > start_time)),
+        events AS (SELECT host, start_time AS t, 1 AS d FROM rows
+                   UNION ALL SELECT host, end_time, -1 FROM rows WHERE end_time IS NOT NULL),
+        points AS (SELECT host, t, sum(d) AS d FROM events GROUP BY host, t)
+        SELECT host, t AS seg_start, lead(t) OVER w AS seg_end, sum(d) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS covered
+        FROM points WINDOW w AS (PARTITION BY host ORDER BY t)""")
+    # Both on one non-overlapping timeline per GPU with samples: the job an interval belongs to by
+    # allocation (or NULL), and whether an allocation holds its host (`claimed`).
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_timeline AS
+        WITH points AS (SELECT host, gpu, seg_start AS t FROM ge_won
+                        UNION SELECT host, gpu, seg_end FROM ge_won WHERE seg_end IS NOT NULL
+                        UNION SELECT h.host, g.gpu, h.seg_start FROM ge_held h JOIN ge_gpus g USING (host)),
+        segments AS (SELECT host, gpu, t AS seg_start, lead(t) OVER (PARTITION BY host, gpu ORDER BY t) AS seg_end
+                     FROM points),
+        won AS (SELECT s.*, CASE WHEN w.seg_end IS NULL OR s.seg_start < w.seg_end THEN w.job_id END AS job_id,
+                       CASE WHEN w.seg_end IS NULL OR s.seg_start < w.seg_end THEN w.cluster END AS cluster
+                FROM segments s ASOF LEFT JOIN ge_won w
+                  ON s.host = w.host AND s.gpu = w.gpu AND s.seg_start >= w.seg_start),
+        held AS (SELECT w.*, coalesce(h.covered AND (h.seg_end IS NULL OR w.seg_start < h.seg_end), false) AS claimed
+                 FROM won w ASOF LEFT JOIN ge_held h ON w.host = h.host AND w.seg_start >= h.seg_start)
+        SELECT row_number() OVER () AS seg_id, host, gpu, seg_start, seg_end, cluster, job_id, claimed
+        FROM held WHERE job_id IS NOT NULL OR claimed""")
+
+
+def _utc(us: int) -> str:
+    """A SQL TIMESTAMPTZ literal's text for `us` µs since 1970 UTC."""
+    return datetime.fromtimestamp(us // 1_000_000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S+00")
+
+
+def _one_slice(ctx: TraceContext, fields: str, primary: str, idle: float, number: int, low_us: int,
+             high_us: int) -> None:
+    """Add the samples of one slice [low_us, high_us) (µs since 1970) to ge_gaps, ge_slices,
+    ge_cell_parts and ge_hours."""
+    ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_slice AS
+        SELECT host, gpu, model, time, field, value,
+               NULLIF(trim(hpc_job), '') AS hpc_job, NULLIF(trim(pod), '') AS pod,
+               NULLIF(trim(namespace), '') AS namespace
+        FROM gpu_samples
+        WHERE field IN ({fields}) AND host IS NOT NULL AND gpu IS NOT NULL
+          AND time >= TIMESTAMPTZ '{_utc(low_us)}' AND time < TIMESTAMPTZ '{_utc(high_us)}'""")
+    ctx.execute("""INSERT INTO ge_gaps
+        SELECT host, gpu, field, gap_us, count(*) FROM (
+            SELECT host, gpu, field,
+                   epoch_us(lead(time) OVER (PARTITION BY host, gpu, field ORDER BY time)) - epoch_us(time) AS gap_us
+            FROM ge_slice)
+        WHERE gap_us IS NOT NULL GROUP BY ALL""")
+    ctx.execute(f"""INSERT INTO ge_slices
+        SELECT host, gpu, field, {number}, count(*), min(time), max(time) FROM ge_slice GROUP BY host, gpu, field""")
+    ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_slice_groups AS
+        WITH t AS (SELECT * FROM ge_timeline WHERE seg_start < TIMESTAMPTZ '{_utc(high_us)}'
+                   AND (seg_end IS NULL OR seg_end > TIMESTAMPTZ '{_utc(low_us)}')),
+        s AS (
+            SELECT s.host, s.gpu, s.model, s.field, s.value, s.hpc_job, s.pod, s.namespace,
+                   epoch_us(s.time) // 3600000000 AS hour_number, t.seg_id,
+                   s.hpc_job IS NOT NULL OR s.pod IS NOT NULL OR t.job_id IS NOT NULL AS allocated,
+                   s.value < {idle!r} AS below_idle, s.value < {IDLE_SM_ACTIVE!r} AS below_sm
+            FROM ge_slice s LEFT JOIN t ON s.host = t.host AND s.gpu = t.gpu AND t.seg_start <= s.time
+                 AND (t.seg_end IS NULL OR s.time < t.seg_end))
+        SELECT GROUPING(hour_number) AS grp, host, gpu, model, field, hpc_job, pod, namespace, seg_id, below_idle,
+               below_sm, hour_number, allocated, count(*) AS n,
+               count(*) FILTER (WHERE field = {sql_string(primary)}) AS n_primary, sum(value) AS sum_v,
+               max(value) AS max_v
+        FROM s
+        GROUP BY GROUPING SETS ((host, gpu, model, field, hpc_job, pod, namespace, seg_id, below_idle, below_sm),
+                                (hour_number, host, gpu, allocated, below_idle))""")
+    ctx.execute("""INSERT INTO ge_cell_parts
+        SELECT host, gpu, model, field, hpc_job, pod, namespace, seg_id, below_idle, below_sm, n, sum_v, max_v
+        FROM ge_slice_groups WHERE grp = 1""")
+    ctx.execute("""INSERT INTO ge_hours SELECT hour_number, host, gpu, allocated, below_idle, n_primary
+                   FROM ge_slice_groups WHERE grp = 0 AND n_primary > 0""")
+    ctx.execute("DROP TABLE ge_slice_groups")
+    ctx.execute("DROP TABLE ge_slice")
+
+
+def _measures() -> str:
+    """SQL aggregates over ge_cells (w: GPU-seconds of a cell's samples, vw: value x GPU-seconds):
+    the columns of the job, user, group and total rows."""
+    hours = "(sum(w) FILTER (WHERE {}) / 3600)"
+
+    def mean(field: str) -> str:
+        return f"sum(vw) FILTER (WHERE field = '{field}') / sum(w) FILTER (WHERE field = '{field}')"
+
+    return f"""
+        {hours.format('is_primary')} AS allocated_gpu_hours,
+        coalesce({hours.format('is_primary AND below_idle')}, 0) AS idle_gpu_hours,
+        coalesce({hours.format('is_primary AND below_idle')}, 0) / {hours.format('is_primary')} AS idle_share,
+        {hours.format("field = 'sm_active'")} AS sm_sampled_gpu_hours,
+        {hours.format("field = 'sm_active' AND below_sm")} AS sm_idle_gpu_hours,
+        coalesce({hours.format("field = 'sm_active' AND below_sm")}, 0)
+            / {hours.format("field = 'sm_active'")} AS sm_idle_share,
+        {mean('gpu_util')} AS mean_gpu_util_percent,
+        {mean('sm_active')} AS mean_sm_active,
+        {mean('tensor_active')} AS mean_tensor_active,
+        {mean('fb_used_mib')} AS mean_fb_used_mib,
+        max(max_v) FILTER (WHERE field = 'fb_used_mib') AS peak_fb_used_mib,
+        max({device_memory_mib_sql('model')}) AS device_memory_mib,
+        max(max_v) FILTER (WHERE field = 'fb_used_mib') / max({device_memory_mib_sql('model')}) AS peak_memory_share,
+        coalesce(sum(n) FILTER (WHERE is_primary), 0)::BIGINT AS samples"""
+
+
+def jobs_table(ctx: TraceContext, primary: str) -> pl.DataFrame:
+    """One row per job with attributed samples (definitions gpu_efficiency.*)."""
+    window = ("(SELECT min(first) AS first, max(last + to_microseconds(CAST(round(period_s * 1e6) AS BIGINT))) "
+              "AS last FROM ge_series WHERE field = " + sql_string(primary) + ")")
+    return ctx.query(f"""
+        WITH per_job AS (
+            SELECT cluster, job_id, string_agg(DISTINCT attribution, ', ' ORDER BY attribution) AS attribution,
+                   any_value(namespace) AS namespace, count(DISTINCT (host, gpu)) FILTER (WHERE is_primary) AS gpus,
+                   {_measures()}
+            FROM ge_cells WHERE job_id IS NOT NULL GROUP BY cluster, job_id),
+        jobs AS (SELECT cluster, job_id, any_value("user") AS "user", any_value(vc) AS vc,
+                        max(num_gpus) AS num_gpus, min(start_time) AS start_time, max(end_time) AS end_time,
+                        bool_or(start_time IS NOT NULL AND end_time IS NULL) AS running
+                 FROM {ctx.jobs} GROUP BY cluster, job_id)
+        SELECT p.cluster, p.job_id, p.attribution, j."user", coalesce(j.vc, p.namespace) AS vc, p.gpus,
+               p.allocated_gpu_hours,
+               j.num_gpus * greatest(0, (epoch_us(least(CASE WHEN j.running THEN w.last ELSE j.end_time END, w.last))
+                   - epoch_us(greatest(j.start_time, w.first))) / 3.6e9) AS accounting_gpu_hours,
+               p.* EXCLUDE (cluster, job_id, attribution, namespace, gpus, allocated_gpu_hours)
+        FROM per_job p LEFT JOIN jobs j ON j.job_id = p.job_id AND j.cluster IS NOT DISTINCT FROM p.cluster
+        CROSS JOIN {window} w
+        ORDER BY p.idle_gpu_hours DESC, p.allocated_gpu_hours DESC, p.job_id""")
+
+
+def grouped_table(ctx: TraceContext, jobs: pl.DataFrame, key: str) -> pl.DataFrame:
+    """Per user (`key` = "user") or group (`key` = "vc"): jobs and the measures over their samples."""
+    ctx.con.register("ge_jobs_frame", jobs.select("cluster", "job_id", key).to_arrow())
+    try:
+        return ctx.query(f"""
+            SELECT f.{key}, count(DISTINCT (a.cluster, a.job_id)) AS jobs, {_measures()}
+            FROM ge_cells a JOIN ge_jobs_frame f
+              ON f.job_id = a.job_id AND f.cluster IS NOT DISTINCT FROM a.cluster
+            GROUP BY f.{key} ORDER BY idle_gpu_hours DESC, f.{key} NULLS LAST""")
+    finally:
+        ctx.con.unregister("ge_jobs_frame")
+
+
+def by_hour(ctx: TraceContext, primary: str) -> pl.DataFrame:
+    """Per UTC hour: allocated, idle, unallocated GPU-hours (gpu_efficiency.idle_share_by_hour)."""
+    return ctx.query(f"""
+        WITH h AS (SELECT to_timestamp(h.hour_number * 3600) AS hour, h.allocated, h.below_idle, h.n * s.period_s AS w
+                   FROM ge_hours h JOIN ge_series s ON s.host = h.host AND s.gpu = h.gpu
+                        AND s.field = {sql_string(primary)}
+                   WHERE s.period_s IS NOT NULL)
+        SELECT hour,
+               coalesce(sum(w) FILTER (WHERE allocated) / 3600, 0) AS allocated_gpu_hours,
+               coalesce(sum(w) FILTER (WHERE allocated AND below_idle) / 3600, 0) AS idle_gpu_hours,
+               sum(w) FILTER (WHERE allocated AND below_idle) / sum(w) FILTER (WHERE allocated) AS idle_share,
+               coalesce(sum(w) FILTER (WHERE NOT allocated) / 3600, 0) AS unallocated_gpu_hours,
+               coalesce(sum(w) FILTER (WHERE NOT allocated AND below_idle) / 3600, 0) AS unallocated_idle_gpu_hours
+        FROM h GROUP BY hour ORDER BY hour""")
+
+
+def attribution_table(ctx: TraceContext) -> pl.DataFrame:
+    """Samples and GPU-hours of the primary field by how they were attributed."""
+    return ctx.query("""
+        SELECT attribution, sum(n)::BIGINT AS samples, sum(w) / 3600 AS gpu_hours,
+               count(DISTINCT job_id) AS jobs, count(DISTINCT (host, gpu)) AS gpus
+        FROM ge_cells WHERE is_primary AND w IS NOT NULL GROUP BY attribution ORDER BY attribution""")
+
+
+def data_quality(ctx: TraceContext) -> pl.DataFrame:
+    """The counts of gpu_efficiency.data_quality, one row per check."""
+    # A job has a sample during its allocation when a sample fell in an interval of ge_timeline it
+    # won (ge_sampled, gathered slice by slice); the allocations of the other jobs (overlapped by a later
+    # allocation, or of unknown GPUs) are looked up in the samples themselves.
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_residual AS
+        SELECT a.* FROM ge_alloc a WHERE NOT EXISTS (
+            SELECT 1 FROM ge_sampled w WHERE w.job_id = a.job_id AND w.cluster IS NOT DISTINCT FROM a.cluster)""")
+    if ctx.one_row("SELECT count(*) AS n FROM ge_residual WHERE start_time IS NOT NULL")["n"]:
+        fields = ", ".join(sql_string(f) for f in _FIELDS)
+        ctx.execute(f"""INSERT INTO ge_sampled
+            SELECT DISTINCT r.cluster, r.job_id
+            FROM ge_residual r JOIN (
+                SELECT host, gpu, time FROM gpu_samples
+                WHERE field IN ({fields}) AND gpu IS NOT NULL AND host IN (SELECT host FROM ge_residual)
+                  AND time >= (SELECT min(start_time) FROM ge_residual)) s
+              ON s.host = r.host AND (r.gpu IS NULL OR s.gpu = r.gpu) AND r.start_time <= s.time
+                 AND (r.end_time IS NULL OR s.time < r.end_time)""")
+    row = ctx.one_row("""
+        WITH named AS (SELECT DISTINCT host FROM ge_alloc
+                       UNION SELECT DISTINCT host FROM ge_cells WHERE attribution LIKE 'label%'),
+        held AS (SELECT DISTINCT cluster, job_id FROM ge_alloc),
+        sampled AS (SELECT DISTINCT cluster, job_id FROM ge_sampled)
+        SELECT (SELECT count(DISTINCT host) FROM ge_series WHERE host NOT IN (SELECT host FROM named))
+                   AS hosts_unnamed,
+               (SELECT count(DISTINCT host) FROM ge_series) AS hosts,
+               (SELECT coalesce(sum(n), 0)::BIGINT FROM ge_cells WHERE job_id IS NULL AND is_primary AND claimed)
+                   AS claimed_unallocated,
+               (SELECT coalesce(sum(n), 0)::BIGINT FROM ge_cells WHERE is_primary AND job_id IS NULL) AS unallocated,
+               (SELECT count(*) FROM held) - (SELECT count(*) FROM held JOIN sampled
+                   ON sampled.job_id = held.job_id AND sampled.cluster IS NOT DISTINCT FROM held.cluster)
+                   AS jobs_unsampled,
+               (SELECT count(*) FROM held) AS jobs_held,
+               (SELECT coalesce(sum(n), 0)::BIGINT FROM ge_series WHERE period_s IS NULL) AS no_period,
+               (SELECT coalesce(sum(n), 0)::BIGINT FROM ge_series) AS samples""")
+    return pl.DataFrame([
+        {"check": "hosts with samples that no allocation and no job label names", "count": row["hosts_unnamed"],
+         "of": row["hosts"], "unit": "hosts"},
+        {"check": "unallocated samples of a GPU while a job holds or claims its node",
+         "count": row["claimed_unallocated"], "of": row["unallocated"], "unit": "unallocated primary samples"},
+        {"check": "jobs with allocations none of whose GPUs has a sample during them", "count": row["jobs_unsampled"],
+         "of": row["jobs_held"], "unit": "jobs"},
+        {"check": "samples left out: no sample period", "count": row["no_period"], "of": row["samples"],
+         "unit": "samples"},
+    ], schema={"check": pl.String, "count": pl.Int64, "of": pl.Int64, "unit": pl.String})
+
+
+def analyze(ctx: TraceContext) -> ModuleResult:
+    result = ModuleResult("gpu_efficiency")
+    if not ctx.has_view("gpu_samples"):
+        result.skip("GPU efficiency from telemetry", NO_TELEMETRY)
+        return result
+    primary, threshold = _primary(ctx)
+    _prepare(ctx, primary, threshold)
+    if not ctx.has_view("gpu_allocations"):
+        result.skip("attribution by GPU allocation",
+                    "the dataset publishes no gpu_allocations view (Slurm: import NodeList and GresDetail); "
+                    "only samples carrying a job label are attributed")
+    attribution = result.add("attribution", attribution_table(ctx),
+                             ("telemetry.attribution.label", "telemetry.attribution.allocation",
+                              "telemetry.unallocated", "telemetry.sample_period"),
+                             f"how samples of the primary field ({primary}) were attributed")
+    jobs = result.add("jobs", jobs_table(ctx, primary),
+                      ("gpu_efficiency.allocated_gpu_hours", "gpu_efficiency.accounting_gpu_hours",
+                       "gpu_efficiency.idle_gpu_hours", "gpu_efficiency.sm_idle_share",
+                       "gpu_efficiency.mean_activity", "gpu_efficiency.memory"),
+                      "a job with attributed samples (cluster NULL: a pod or label known only from the samples)")
+    measures = ("gpu_efficiency.allocated_gpu_hours", "gpu_efficiency.idle_gpu_hours", "gpu_efficiency.sm_idle_share",
+                "gpu_efficiency.mean_activity", "gpu_efficiency.memory")
+    users = result.add("users", grouped_table(ctx, jobs, "user"), measures,
+                       "a user (NULL: jobs without a user, e.g. pods known only from the samples)")
+    result.add("groups", grouped_table(ctx, jobs, "vc"), measures,
+               "a partition (Slurm), VC, or Kubernetes namespace of pods known only from the samples")
+    result.add("top_idle_jobs", jobs.head(TOP).select(
+        "cluster", "job_id", "user", "vc", "idle_gpu_hours", "allocated_gpu_hours", "idle_share"),
+        ("gpu_efficiency.idle_gpu_hours",), f"one of the {TOP} jobs with most idle GPU-hours")
+    result.add("top_idle_users", users.filter(pl.col("user").is_not_null()).head(TOP).select(
+        "user", "jobs", "idle_gpu_hours", "allocated_gpu_hours", "idle_share"),
+        ("gpu_efficiency.idle_gpu_hours",), f"one of the {TOP} users with most idle GPU-hours")
+    result.add("idle_share_by_hour", by_hour(ctx, primary), ("gpu_efficiency.idle_share_by_hour",),
+               "a UTC hour with samples")
+    quality = result.add("data_quality", data_quality(ctx), ("gpu_efficiency.data_quality",),
+                         "a check of what attribution could not use")
+    _findings(ctx, result, attribution, jobs, quality, primary)
+    return result
+
+
+def overall_sm_samples(ctx: TraceContext) -> int:
+    """sm_active samples attributed to jobs."""
+    return int(ctx.one_row("SELECT coalesce(sum(n), 0)::BIGINT AS n FROM ge_cells WHERE job_id IS NOT NULL "
+                           "AND field = 'sm_active'")["n"])
+
+
+def _findings(ctx: TraceContext, result: ModuleResult, attribution: pl.DataFrame, jobs: pl.DataFrame,
+              quality: pl.DataFrame, primary: str) -> None:
+    population = f"{jobs.height:,} jobs with attributed samples ({primary} samples)"
+    samples = int(jobs["samples"].sum()) if jobs.height else 0
+    allocated = float(jobs["allocated_gpu_hours"].sum()) if jobs.height else 0.0
+    idle = float(jobs["idle_gpu_hours"].sum()) if jobs.height else 0.0
+    result.add_finding("allocated_gpu_hours", "GPU-hours allocated to jobs, per the telemetry", allocated,
+                       "GPU-hours", "gpu_efficiency.allocated_gpu_hours", population)
+    accounted = jobs["accounting_gpu_hours"].drop_nulls()
+    if accounted.len():
+        result.add_finding("accounting_gpu_hours", "GPU-hours of the same jobs per the accounting, in the "
+                           "telemetry window", float(accounted.sum()), "GPU-hours",
+                           "gpu_efficiency.accounting_gpu_hours", f"{accounted.len():,} jobs of the job table")
+    result.add_finding("idle_gpu_hours", "idle GPU-hours of jobs", idle, "GPU-hours",
+                       "gpu_efficiency.idle_gpu_hours", population)
+    if allocated:
+        result.add_finding("idle_share", f"share of allocated GPU-hours idle ({primary} under the threshold)",
+                           idle / allocated, "fraction", "gpu_efficiency.idle_gpu_hours", population, basis=samples)
+    sm = jobs.filter(pl.col("sm_sampled_gpu_hours").is_not_null())
+    if sm.height and primary != "sm_active":
+        result.add_finding("sm_idle_share", "share of SM-sampled GPU-hours of jobs with sm_active < 0.05",
+                           float(sm["sm_idle_gpu_hours"].fill_null(0).sum() / sm["sm_sampled_gpu_hours"].sum()),
+                           "fraction", "gpu_efficiency.sm_idle_share", f"{sm.height:,} jobs with sm_active samples",
+                           basis=int(overall_sm_samples(ctx)))
+    overall = ctx.one_row("""SELECT sum(vw) FILTER (WHERE field = 'sm_active')
+                                    / sum(w) FILTER (WHERE field = 'sm_active') AS sm,
+                                    sum(vw) FILTER (WHERE field = 'tensor_active')
+                                    / sum(w) FILTER (WHERE field = 'tensor_active') AS tensor
+                             FROM ge_cells WHERE job_id IS NOT NULL""")
+    for name, key, text in (("mean_sm_active", "sm", "mean SM activity of jobs' GPUs"),
+                            ("mean_tensor_active", "tensor", "mean tensor-pipe activity of jobs' GPUs")):
+        if overall[key] is not None:
+            result.add_finding(name, text, overall[key], "ratio 0-1", "gpu_efficiency.mean_activity", population)
+    total = float(attribution["gpu_hours"].sum()) if attribution.height else 0.0
+    unallocated = attribution.filter(pl.col("attribution") == "unallocated")["gpu_hours"].sum()
+    if total:
+        result.add_finding("unallocated_share", "share of sampled GPU-hours on no job", float(unallocated) / total,
+                           "fraction", "telemetry.unallocated", f"{int(attribution['samples'].sum()):,} "
+                           f"{primary} samples", basis=int(attribution["samples"].sum()))
+    names = {0: "hosts_unnamed", 1: "claimed_unallocated", 2: "jobs_unsampled", 3: "samples_without_period"}
+    affects = {0: ("unallocated_share",), 1: ("allocated_gpu_hours", "idle_gpu_hours", "idle_share"),
+               2: ("accounting_gpu_hours",), 3: ("allocated_gpu_hours", "idle_gpu_hours")}
+    for index, row in enumerate(quality.to_dicts()):
+        result.add_check(names[index], row["check"], row["count"], row["of"], row["unit"], affects[index])
