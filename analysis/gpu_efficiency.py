@@ -26,6 +26,7 @@ import polars as pl
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.sql import quantiles_from_counts_sql
 from ddlx.datasets.sqltext import sql_string
 
 #: Idle thresholds: a sample of gpu_util (percent) or sm_active (ratio 0-1) below this is idle.
@@ -193,7 +194,7 @@ def _prepare(ctx: TraceContext, primary: str, idle: float) -> None:
                        allocated BOOLEAN, below_idle BOOLEAN, n BIGINT)""")
     for number in slices:
         _one_slice(ctx, fields, primary, idle, number, number * slice_us, (number + 1) * slice_us)
-    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_series AS
+    ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_series AS
         WITH borders AS (
             SELECT host, gpu, field,
                    epoch_us(lead(first) OVER (PARTITION BY host, gpu, field ORDER BY slice)) - epoch_us(last) AS gap_us
@@ -202,21 +203,14 @@ def _prepare(ctx: TraceContext, primary: str, idle: float) -> None:
                      SELECT host, gpu, field, gap_us, n FROM ge_gaps
                      UNION ALL SELECT host, gpu, field, gap_us, 1 FROM borders WHERE gap_us IS NOT NULL)
                  WHERE gap_us > 0 GROUP BY ALL),
-        ranked AS (SELECT host, gpu, field, gap_us / 1e6 AS gap_s,
-                          sum(n) OVER (PARTITION BY host, gpu, field ORDER BY gap_us) - n AS below,
-                          sum(n) OVER (PARTITION BY host, gpu, field ORDER BY gap_us) AS upto,
-                          sum(n) OVER (PARTITION BY host, gpu, field) AS total
-                   FROM gaps),
-        -- the median of a series' gaps (quantile_cont: rank (total - 1) / 2, interpolated), from their counts
-        medians AS (SELECT host, gpu, field,
-                           any_value(gap_s) FILTER (WHERE below <= floor((total - 1) / 2) AND
-                                                    floor((total - 1) / 2) < upto) AS lo,
-                           any_value(gap_s) FILTER (WHERE below <= ceil((total - 1) / 2) AND
-                                                    ceil((total - 1) / 2) < upto) AS hi,
-                           any_value((total - 1) / 2 - floor((total - 1) / 2)) AS frac
-                    FROM ranked GROUP BY host, gpu, field),
+        -- the median of a series' gaps, from their counts (definition stat.quantile, as quantile_cont)
+        gap_curves AS (SELECT host, gpu, field, gap_us / 1e6 AS value,
+                              sum(n) OVER (PARTITION BY host, gpu, field ORDER BY gap_us) AS cum FROM gaps),
+        gap_totals AS (SELECT host, gpu, field, 0.5 AS probability, sum(n) AS total FROM gaps GROUP BY ALL),
+        medians AS (SELECT host, gpu, field, quantile AS own_period_s FROM (
+                        {quantiles_from_counts_sql("gap_totals", "gap_curves", ("host", "gpu", "field"), "total")})),
         series AS (SELECT d.host, d.gpu, d.field, sum(d.n) AS n, min(d.first) AS first, max(d.last) AS last,
-                          any_value(m.lo + (m.hi - m.lo) * m.frac) AS own_period_s
+                          any_value(m.own_period_s) AS own_period_s
                    FROM ge_slices d LEFT JOIN medians m USING (host, gpu, field) GROUP BY d.host, d.gpu, d.field),
         fleet AS (SELECT field, quantile_cont(own_period_s, 0.5) AS period_s FROM series GROUP BY field)
         SELECT s.host, s.gpu, s.field, s.n, s.first, s.last, coalesce(s.own_period_s, f.period_s) AS period_s

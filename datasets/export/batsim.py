@@ -71,14 +71,10 @@ def batsim_workload(request: ExportRequest, loss: LossReport) -> tuple[dict, pl.
     chosen_nb_res = _nb_res_option(request)
     jobs = request.jobs(loss)
     gpus, run = pl.col("num_gpus"), pl.col("run_s")
-    no_gpu = gpus.is_null() | (gpus <= 0)
-    loss.drop("CPU-only or without a GPU count (GPUs are the resources; such a job holds none)",
-              jobs.filter(no_gpu).height)
-    jobs = jobs.filter(~no_gpu)
-    no_run = run.is_null() | (run <= 0)
-    loss.drop("no positive run time (never started, still running or 0 s): a delay profile needs one",
-              jobs.filter(no_run).height)
-    jobs = jobs.filter(~no_run)
+    jobs = loss.keep(jobs, gpus.is_not_null() & (gpus > 0),
+                     "CPU-only or without a GPU count (GPUs are the resources; such a job holds none)")
+    jobs = loss.keep(jobs, run.is_not_null() & (run > 0),
+                     "no positive run time (never started, still running or 0 s): a delay profile needs one")
     origin = jobs["submit_s"].min() if jobs.height else 0.0
     table = jobs.select(
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("number"),

@@ -230,14 +230,10 @@ def gavel_lines(request: ExportRequest, loss: LossReport) -> pl.DataFrame:
     round_s = _round_length(request.option("round_s", str(DEFAULT_ROUND_S)))
     jobs = request.jobs(loss)
     gpus, run = pl.col("num_gpus"), pl.col("run_s")
-    no_gpu = gpus.is_null() | (gpus <= 0)
-    loss.drop("CPU-only or without a GPU count (Gavel needs a scale factor of at least 1 GPU)",
-              jobs.filter(no_gpu).height)
-    jobs = jobs.filter(~no_gpu)
-    no_run = run.is_null() | (run < 0)
-    loss.drop("no run time (never started or still running): Gavel needs the steps a job runs",
-              jobs.filter(no_run).height)
-    jobs = jobs.filter(~no_run)
+    jobs = loss.keep(jobs, gpus.is_not_null() & (gpus > 0),
+                     "CPU-only or without a GPU count (Gavel needs a scale factor of at least 1 GPU)")
+    jobs = loss.keep(jobs, run.is_not_null() & (run >= 0),
+                     "no run time (never started or still running): Gavel needs the steps a job runs")
     scale = (pl.when(gpus <= 1).then(1).when(gpus <= 2).then(2).when(gpus <= 4).then(4).otherwise(8)
              .cast(pl.Int64))
     jobs = jobs.with_columns(scale.alias("scale_factor"))

@@ -59,9 +59,8 @@ def export_jobs(ctx: TraceContext, loss: LossReport, predictions: pl.DataFrame |
     jobs = ctx.query(f"""
         SELECT *, epoch_us(submit_time) / 1e6 AS submit_s FROM {ctx.jobs}
         ORDER BY submit_time, cluster NULLS FIRST, job_id NULLS LAST""")
-    loss.drop("no submission time (every format orders and replays jobs by it)",
-              jobs.filter(pl.col("submit_s").is_null()).height)
-    jobs = jobs.filter(pl.col("submit_s").is_not_null())
+    jobs = loss.keep(jobs, pl.col("submit_s").is_not_null(),
+                     "no submission time (every format orders and replays jobs by it)")
     missing = jobs.filter(pl.col("job_id").is_null()).height
     if missing:
         raise ExportError(f"dataset '{ctx.trace}': {missing:,} job(s) have no job_id; every export names jobs "

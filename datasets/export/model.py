@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ddlx.errors import DdlxError
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from ddlx.datasets.export.jobs import ExportRequest
 
 
@@ -34,6 +36,12 @@ class LossReport:
     def drop(self, reason: str, rows: int) -> None:
         if rows:
             self.dropped[reason] = self.dropped.get(reason, 0) + int(rows)
+
+    def keep(self, frame: pl.DataFrame, condition: pl.Expr, reason: str) -> pl.DataFrame:
+        """The rows of `frame` where `condition` holds; the others are counted as dropped for `reason`."""
+        kept = frame.filter(condition)
+        self.drop(reason, frame.height - kept.height)
+        return kept
 
     def to_dict(self) -> dict[str, Any]:
         return {"fields_without_place": [{"field": f, "what_happens": w} for f, w in self.without_place],

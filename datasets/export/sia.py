@@ -92,13 +92,11 @@ def workload_lines(request: ExportRequest, loss: LossReport) -> tuple[pl.DataFra
         require_columns(jobs, "pollux", {"run_s": "the GPU time that chooses each job's application; or give "
                                                   "--option application=<name>"})
     gpus, run = pl.col("num_gpus"), pl.col("run_s")
-    loss.drop("no GPU count (the simulators run GPU jobs only)", jobs.filter(gpus.is_null()).height)
-    loss.drop("CPU-only job, 0 GPUs (the simulators run GPU jobs only)", jobs.filter(gpus <= 0).height)
-    kept = jobs.filter(gpus > 0)
+    kept = loss.keep(jobs, gpus.is_not_null(), "no GPU count (the simulators run GPU jobs only)")
+    kept = loss.keep(kept, gpus > 0, "CPU-only job, 0 GPUs (the simulators run GPU jobs only)")
     if rule == BY_GPU_TIME:
-        loss.drop("no run time: never started or still running (application=gputime needs the job's GPU time)",
-                  kept.filter(run.is_null() | (run < 0)).height)
-        kept = kept.filter(run >= 0).with_columns(_by_gpu_time().alias("application"))
+        kept = loss.keep(kept, run >= 0, "no run time: never started or still running (application=gputime "
+                                         "needs the job's GPU time)").with_columns(_by_gpu_time().alias("application"))
     else:
         kept = kept.with_columns(pl.lit(rule).alias("application"))
     batch = {name: size for name, (size, _) in APPLICATIONS.items()}

@@ -136,17 +136,14 @@ def tiresias_jobs(request: ExportRequest, loss: LossReport) -> tuple[pl.DataFram
     jobs = request.jobs(loss)
     require_columns(jobs, "tiresias", {"num_gpus": "each job's GPUs", "run_s": "each job's duration"})
     gpus, run = pl.col("num_gpus"), pl.col("run_s")
-    loss.drop("no GPU count (the simulator places GPU jobs only)", jobs.filter(gpus.is_null()).height)
-    loss.drop("CPU-only job, 0 GPUs (the simulator places GPU jobs only)", jobs.filter(gpus <= 0).height)
-    placed = jobs.filter(gpus > 0)
-    loss.drop("no run time: never started or still running (the simulator needs each job's duration)",
-              placed.filter(run.is_null() | (run < 0)).height)
-    placed = placed.filter(run >= 0).with_columns(gpus.ceil().cast(pl.Int64).alias("num_gpu"))
+    placed = loss.keep(jobs, gpus.is_not_null(), "no GPU count (the simulator places GPU jobs only)")
+    placed = loss.keep(placed, gpus > 0, "CPU-only job, 0 GPUs (the simulator places GPU jobs only)")
+    placed = loss.keep(placed, run >= 0, "no run time: never started or still running (the simulator needs each "
+                                         "job's duration)").with_columns(gpus.ceil().cast(pl.Int64).alias("num_gpu"))
     largest = int(placed["num_gpu"].max() or 1) if placed.height else 1
     spec, source = cluster_spec(request, largest)
     room = spec["num_node_p_switch"] * spec["num_gpu_p_node"]
-    loss.drop(f"more GPUs than the cluster spec holds ({room:,})", placed.filter(pl.col("num_gpu") > room).height)
-    kept = placed.filter(pl.col("num_gpu") <= room)
+    kept = loss.keep(placed, pl.col("num_gpu") <= room, f"more GPUs than the cluster spec holds ({room:,})")
     origin = int(kept["submit_s"].min() // 1) if kept.height else 0
     submit = (pl.col("submit_s").floor() - origin).cast(pl.Int64)
     lines = kept.select(

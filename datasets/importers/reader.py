@@ -184,6 +184,16 @@ class _Columns:
         return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
 
 
+def cluster_sql(spec: ImportSpec, cols: "_Columns", raw: str) -> str:
+    """SQL: the cluster of a row of the raw table `raw` (aliased `r`). Without a cluster column, each
+    input file is a cluster, named after the file; a dataset read from one file is one cluster, named
+    after the dataset (a file name is no cluster name)."""
+    if cols.column("cluster"):
+        return cols.text("cluster")
+    return (f"CASE WHEN (SELECT count(DISTINCT source_file) FROM {raw}) = 1 THEN {sql_string(spec.name)} "
+            "ELSE r.source_cluster END")
+
+
 def row_id_sql(cols: "_Columns", present: set[str]) -> str:
     """The job id of a row of a table without an id column: its position (1, 2, ...) when the rows
     are ordered by submission time, then by every stored value of the row as text (so identical
@@ -203,11 +213,7 @@ def jobs_sql(spec: ImportSpec, raw: str, present: set[str]) -> str:
     def number(key: str, default: str = "CAST(NULL AS DOUBLE)") -> str:
         return cols.number(key) or from_tres.get(key) or default
 
-    # Without a cluster column, each input file is a cluster, named after the file; a dataset read
-    # from one file is one cluster, named after the dataset (a file name is no cluster name).
-    cluster = cols.text("cluster") if cols.column("cluster") else (
-        f"CASE WHEN (SELECT count(DISTINCT source_file) FROM {raw}) = 1 THEN {sql_string(spec.name)} "
-        "ELSE r.source_cluster END")
+    cluster = cluster_sql(spec, cols, raw)
     duration = cols.number("duration")
     if duration is not None and spec.unit_seconds is not None:
         duration = f"{duration} * {spec.unit_seconds!r}"

@@ -149,6 +149,17 @@ class ImportSpec:
             "drop_job_steps": self.drop_job_steps, "wall_clock": self.wall_clock,
         }
 
+    @classmethod
+    def from_options(cls, name: str, options: dict[str, Any]) -> "ImportSpec":
+        """The spec of the imported dataset `name` from its stored `options()` (the manifest's
+        `adapter_options`)."""
+        return cls(
+            name=name, mapping=dict(options.get("mapping", {})), optional=dict(options.get("optional_mapping", {})),
+            time_unit=str(options.get("time_unit", "s")), tz=str(options.get("tz") or "UTC"),
+            origin=options.get("origin"), origin_us=int(options.get("origin_unix_us") or 0),
+            delimiter=str(options.get("delimiter", ",")), preset=options.get("preset"),
+            drop_job_steps=bool(options.get("drop_job_steps")), wall_clock=options.get("wall_clock"))
+
     def kind(self, key: str) -> str:
         """text, number, time or state; time columns are numbers unless the unit is datetime."""
         kind = MAPPING_KEYS[key][0]

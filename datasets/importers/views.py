@@ -32,7 +32,6 @@ for library users and tests.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import duckdb
@@ -130,30 +129,16 @@ def gres_gpu_indices(text: str | None) -> list[list[int] | None]:
     return _one_value(f"[{gres_gpu_indices_sql('e')} FOR e IN string_split(CAST($value AS VARCHAR), ';')]", text)
 
 
-def spec_from_options(dataset: str, options: Mapping[str, Any]) -> ImportSpec:
-    """The `ImportSpec` of the imported dataset `dataset` from its stored spec `options` (the
-    manifest's `adapter_options`, `ImportSpec.options`)."""
-    return ImportSpec(
-        name=dataset, mapping=dict(options.get("mapping", {})), optional=dict(options.get("optional_mapping", {})),
-        time_unit=str(options.get("time_unit", "s")), tz=str(options.get("tz") or "UTC"), origin=options.get("origin"),
-        origin_us=int(options.get("origin_unix_us") or 0), delimiter=str(options.get("delimiter", ",")),
-        preset=options.get("preset"), drop_job_steps=bool(options.get("drop_job_steps")),
-        wall_clock=options.get("wall_clock"))
-
-
 def gpu_allocations_sql(spec: ImportSpec, raw: str, columns: set[str]) -> str | None:
     """The SELECT of the `gpu_allocations` view of the import `spec` whose raw table `raw` (a table
     expression) has `columns`; None when the import maps no node list, job id, start or end present
     in the table (then nothing says where and when a job held its GPUs)."""
-    from ddlx.datasets.importers.reader import _Columns, tres_sql
+    from ddlx.datasets.importers.reader import _Columns, cluster_sql, tres_sql
 
     cols = _Columns(spec, frozenset(columns))
     if any(cols.column(key) is None for key in (NODE_LIST_KEY, "job_id", "start", "end")):
         return None
-    # The cluster as the canonical jobs name it (`ddlx.datasets.importers.reader.jobs_sql`).
-    cluster = cols.text("cluster") if cols.column("cluster") else (
-        f"CASE WHEN (SELECT count(DISTINCT source_file) FROM {raw}) = 1 THEN {sql_string(spec.name)} "
-        "ELSE r.source_cluster END")
+    cluster = cluster_sql(spec, cols, raw)
     tres = cols.tres()
     gpus = tres_sql(tres)["gpus"] if tres else "CAST(NULL AS DOUBLE)"
     gres = cols.text(GRES_DETAIL_KEY)
@@ -179,10 +164,9 @@ WHERE indices IS NULL AND coalesce(gpus, 0) > 0
 """
 
 
-def canonical_views(dataset: str, options: Mapping[str, Any], columns: set[str]) -> dict[str, str]:
-    """View name -> SELECT over the stored raw table of the imported dataset `dataset` (whose stored
-    spec is `options` and whose raw table has `columns`), for the views the import can publish."""
-    spec = spec_from_options(dataset, options)
+def canonical_views(spec: ImportSpec, columns: set[str]) -> dict[str, str]:
+    """View name -> SELECT over the stored raw table of the import `spec` (whose raw table has
+    `columns`), for the views the import can publish."""
     views: dict[str, str] = {}
     allocations = gpu_allocations_sql(spec, quote_identifier(spec.raw_table), columns)
     if allocations is not None:

@@ -93,13 +93,10 @@ def pai_sim_rows(request: ExportRequest, loss: LossReport) -> tuple[pl.DataFrame
     jobs = request.jobs(loss)
     require_columns(jobs, "pai-sim", {"num_gpus": "the simulator places jobs by their GPUs",
                                       "run_s": "the simulator replays each job's run time"})
-    runs = pl.col("run_s").is_not_null() & (pl.col("run_s") > 0)
-    loss.drop("no run time above 0 (the simulator replays each job's run time)", jobs.filter(~runs).height)
-    jobs = jobs.filter(runs)
-    known = pl.col("num_gpus").is_not_null()
-    loss.drop("GPUs unknown (the simulator would read an empty num_gpu as a CPU-only job)",
-              jobs.filter(~known).height)
-    jobs = jobs.filter(known).with_columns(
+    jobs = loss.keep(jobs, pl.col("run_s").is_not_null() & (pl.col("run_s") > 0),
+                     "no run time above 0 (the simulator replays each job's run time)")
+    jobs = loss.keep(jobs, pl.col("num_gpus").is_not_null(),
+                     "GPUs unknown (the simulator would read an empty num_gpu as a CPU-only job)").with_columns(
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("number"),
         pl.when(pl.col("num_instances") >= 1).then(pl.col("num_instances")).otherwise(1).cast(pl.Int64)
           .alias("inst"))

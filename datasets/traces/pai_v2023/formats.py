@@ -139,9 +139,8 @@ def _job_pods(request: ExportRequest, loss: LossReport, prefix: str,
               models: set[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One pod per instance of each canonical job (see the module docstring), and the id map."""
     jobs = request.jobs(loss)
-    unknown = jobs.filter(pl.col("num_gpus").is_null()).height
-    loss.drop("GPUs unknown (num_gpus is NULL): a pod must state its GPUs", unknown)
-    jobs = jobs.filter(pl.col("num_gpus").is_not_null())
+    jobs = loss.keep(jobs, pl.col("num_gpus").is_not_null(),
+                     "GPUs unknown (num_gpus is NULL): a pod must state its GPUs")
     if not jobs.height:
         raise ExportError(f"dataset '{request.ctx.trace}': no job records its GPUs (num_gpus); the openb pod list "
                           "needs them")
