@@ -121,6 +121,56 @@ def test_bad_openmetrics_line(tmp_path: Path, cli, line: str, problem: str) -> N
     assert not (tmp_path / "home" / "telemetry").exists()  # nothing half-written
 
 
+def test_findings_across_many_batches_match_a_count_by_hand(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shuffled samples read 7 at a time and spooled 13 at a time: out-of-order samples and
+    duplicates are found across batches exactly as a sample-by-sample count in input order finds
+    them, and the first read of each duplicate is the one stored."""
+    import functools
+    import random
+
+    from ddlx.datasets.telemetry import importer, openmetrics
+
+    monkeypatch.setattr(openmetrics, "read_openmetrics", functools.partial(openmetrics.read_openmetrics,
+                                                                           batch_rows=7))
+    monkeypatch.setattr(importer, "_SPOOL_ROWS", 13)
+    rng = random.Random(7)
+    samples = []  # (host, gpu, pod, seconds, value) in input order
+    for host in ("n1", "n2"):
+        for gpu in (0, 1):
+            for k in range(30):
+                samples.append((host, gpu, rng.choice(["", "p"]), T0 + 15 * k + 21600 * (k % 3), k))
+    samples += [samples[i][:4] + (1000 + i,) for i in rng.sample(range(len(samples)), 15)]  # duplicates
+    rng.shuffle(samples)
+    lines = []
+    for host, gpu, pod, seconds, value in samples:
+        pod_label = f',pod="{pod}"' if pod else ""
+        lines.append(f'DCGM_FI_DEV_GPU_UTIL{{Hostname="{host}",gpu="{gpu}"{pod_label}}} {value} {seconds}')
+    source = tmp_path / "shuffled.om"
+    source.write_text("\n".join(lines) + "\n# EOF\n")
+    latest: dict[tuple, int] = {}
+    first: dict[tuple, int] = {}
+    out_of_order = duplicates = 0
+    for host, gpu, pod, seconds, value in samples:
+        series = (host, gpu, pod)
+        out_of_order += seconds < latest.get(series, seconds)
+        latest[series] = max(latest.get(series, seconds), seconds)
+        if (host, gpu, seconds) in first:
+            duplicates += 1
+        else:
+            first[(host, gpu, seconds)] = value
+    home = tmp_path / "home"
+    result = import_metrics(home, "cl", source)
+    assert out_of_order > 0 and duplicates > 0
+    assert (result.quality["out_of_order"], result.quality["duplicates"]) == (out_of_order, duplicates)
+    got = stored(home)
+    assert {(h, g, us // 10**6): v for h, g, us, v in got.select("host", "gpu", "us", "value").iter_rows()} == \
+        {key: float(v) for key, v in first.items()}
+    assert got.height == len(first) == result.samples
+    for part in store.samples_folder(home, "cl").glob("day=*/*.parquet"):  # each file sorted
+        frame = pl.read_parquet(part)
+        assert frame.equals(frame.sort("host", "gpu", "field", "time"))
+
+
 def test_sample_after_eof(tmp_path: Path) -> None:
     source = tmp_path / "bad.om"
     source.write_text(f'# EOF\nDCGM_FI_DEV_GPU_UTIL{{Hostname="n1",gpu="0"}} 1 {T0}\n')

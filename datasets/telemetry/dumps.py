@@ -24,12 +24,14 @@ and skipped. Both formats are streamed in batches of rows, in file order.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 
+from ddlx.datasets.sqltext import quote_identifier, sql_string
 from ddlx.datasets.telemetry.model import FIELDS, LABEL_COLUMNS, SCRAPE_LABELS
 from ddlx.datasets.telemetry.store import SAMPLE_SCHEMA
 from ddlx.errors import InputError
@@ -103,55 +105,89 @@ def _parse_value(batch: pl.DataFrame, path: Path, first_line: int) -> pl.Series:
     return values
 
 
-def _canonical(batch: pl.DataFrame, path: Path, first_line: int, fields: dict[str, str], job_label: str,
-               unknown: Counter[str] | None) -> pl.DataFrame:
-    """One batch of dump rows (line numbers from `first_line`) as stored samples of the wanted fields."""
+def _select_sql(columns: list[str], fields: dict[str, str], job_label: str, parquet: bool) -> tuple[str, list[str]]:
+    """The SELECT that reads a dump's rows in file order, with the labels already canonical (trimmed,
+    an empty cell NULL, `gpu` an integer or NULL), `field` the short name of a wanted metric (NULL for
+    other metrics, whose name stays in `metric`), `time` and `value` as in the file; and the names of
+    the other label columns (selected as `_other_<i>`)."""
     by_name = {**{f.name: f.metric for f in FIELDS.values()}, **{m: m for m in FIELDS}}
-    metric = batch["metric"].cast(pl.String).str.strip_chars()
-    dcgm = metric.replace_strict(by_name, default=None, return_dtype=pl.String)
-    if unknown is not None:
-        for name, count in metric.filter(dcgm.is_null()).value_counts().iter_rows():
-            unknown["" if name is None else name] += count
-    field = dcgm.replace_strict(fields, default=None, return_dtype=pl.String)
-    keep = field.is_not_null()
-    time_us = _parse_time(batch, path, first_line)
-    value = _parse_value(batch, path, first_line)
-    frame = batch.with_columns(_field=field, _time=time_us, _value=value).filter(keep)
-    labels = [c for c in frame.columns if c not in (*REQUIRED, "_field", "_time", "_value")]
+    to_field = {name: fields[metric] for name, metric in by_name.items() if metric in fields}
+    metric = f"trim(CAST({quote_identifier('metric')} AS VARCHAR))"
+    cases = " ".join(f"WHEN {sql_string(name)} THEN {sql_string(short)}" for name, short in sorted(to_field.items()))
+    field = f"CASE {metric} {cases} END" if cases else "CAST(NULL AS VARCHAR)"
 
-    def label(name: str) -> pl.Expr:
-        if name not in frame.columns:
-            return pl.lit(None, pl.String)
-        text = pl.col(name).cast(pl.String).str.strip_chars()
-        return pl.when(text != "").then(text)
+    def label(name: str) -> str:
+        if name not in columns:
+            return "CAST(NULL AS VARCHAR)"
+        return f"nullif(trim(CAST({quote_identifier(name)} AS VARCHAR)), '')"
 
     by_column = {column: exporter for exporter, column in LABEL_COLUMNS.items()}
-    others = [c for c in labels if c not in LABEL_COLUMNS and c != job_label and c not in SCRAPE_LABELS]
-    rest = pl.lit("{}") if not others else \
-        pl.struct([label(c).alias(c) for c in sorted(others)]).map_elements(
-            lambda row: _json({k: v for k, v in row.items() if v is not None}), return_dtype=pl.String)
     gpu = label(by_column["gpu"])
-    out = frame.select(
-        label(by_column["host"]).alias("host"),
-        pl.when(gpu.str.contains(r"^\d+$")).then(gpu).cast(pl.Int32, strict=False).alias("gpu"),
-        label(by_column["uuid"]).alias("uuid"), label(by_column["model"]).alias("model"),
+    others = sorted(c for c in columns if c not in (*REQUIRED, *LABEL_COLUMNS, job_label) and c not in SCRAPE_LABELS)
+    selected = [
+        f"{field} AS field", f"CASE WHEN {field} IS NULL THEN {metric} END AS metric",
+        quote_identifier("time"), quote_identifier("value"), f"{label(by_column['host'])} AS host",
+        f"CASE WHEN regexp_full_match({gpu}, '[0-9]+') THEN TRY_CAST({gpu} AS INTEGER) END AS gpu",
+        *(f"{label(by_column[c])} AS {c}" for c in ("uuid", "model", "pod", "namespace", "container")),
+        f"{label(job_label)} AS hpc_job", *(f"{label(c)} AS _other_{i}" for i, c in enumerate(others))]
+    if parquet:
+        source = "read_parquet(?)"
+    else:
+        spec = ", ".join(f"{sql_string(c)}: 'VARCHAR'" for c in columns)
+        source = f"read_csv(?, header = true, auto_detect = false, delim = ',', quote = '\"', columns = {{{spec}}})"
+    return f"SELECT {', '.join(selected)} FROM {source}", others
+
+
+def _with_other_labels(frame: pl.DataFrame, others: list[str]) -> pl.DataFrame:
+    """`frame` with `labels`: the labels without a column of their own (`_other_<i>`), as sorted JSON;
+    each distinct combination is encoded once."""
+    if not others:
+        return frame.with_columns(labels=pl.lit("{}"))
+    names = [f"_other_{i}" for i in range(len(others))]
+    combos = frame.select(names).unique()
+    text = [json.dumps({name: value for name, value in zip(others, row) if value is not None},
+                       sort_keys=True, ensure_ascii=False) for row in combos.iter_rows()]
+    combos = combos.with_columns(pl.Series("labels", text, pl.String))
+    return frame.join(combos, on=names, how="left", nulls_equal=True, maintain_order="left")
+
+
+def _canonical(batch: pl.DataFrame, path: Path, first_line: int, others: list[str],
+               unknown: Counter[str] | None) -> pl.DataFrame:
+    """One batch of rows of `_select_sql` (line numbers from `first_line`) as stored samples of the
+    wanted fields; rows of other metrics are counted by name in `unknown`."""
+    if unknown is not None:
+        skipped = batch.filter(pl.col("field").is_null())
+        for name, count in skipped["metric"].value_counts().iter_rows():
+            unknown["" if name is None else name] += count
+    time_us = _parse_time(batch, path, first_line)
+    value = _parse_value(batch, path, first_line)
+    frame = batch.with_columns(_time=time_us, _value=value).filter(pl.col("field").is_not_null())
+    frame = _with_other_labels(frame, others).with_columns(
         pl.col("_time").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("time"),
-        pl.col("_field").alias("field"), pl.col("_value").alias("value"),
-        label(by_column["pod"]).alias("pod"), label(by_column["namespace"]).alias("namespace"),
-        label(by_column["container"]).alias("container"), label(job_label).alias("hpc_job"),
-        rest.alias("labels"),
-    )
-    return out.select([pl.col(name).cast(dtype) for name, dtype in SAMPLE_SCHEMA.items()])
+        pl.col("_value").alias("value"))
+    return frame.select([pl.col(name).cast(dtype) for name, dtype in SAMPLE_SCHEMA.items()])
 
 
-def _json(labels: dict[str, str]) -> str:
-    import json
+def _gathered(reader, rows: int) -> Iterator[pl.DataFrame]:
+    """The record batches of the Arrow `reader`, gathered into frames of at least `rows` rows (the
+    last may be smaller), in order: the per-batch work downstream is then paid per million rows,
+    not per row group."""
+    import pyarrow as pa
 
-    return json.dumps(labels, sort_keys=True, ensure_ascii=False)
+    pending: list = []
+    count = 0
+    for batch in reader:
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pl.from_arrow(pa.Table.from_batches(pending))  # type: ignore[misc]
+            pending, count = [], 0
+    if pending:
+        yield pl.from_arrow(pa.Table.from_batches(pending))  # type: ignore[misc]
 
 
 def read_dump(path: Path, fields: dict[str, str], job_label: str = "hpc_job",
-              unknown: Counter[str] | None = None, batch_rows: int = 200_000) -> Iterator[pl.DataFrame]:
+              unknown: Counter[str] | None = None, batch_rows: int = 1_000_000) -> Iterator[pl.DataFrame]:
     """Yield the samples of the CSV or Parquet dump `path` whose metric is one of `fields` (DCGM
     metric -> short name to store), in file order, as frames of the stored columns. Rows of metrics
     ddlx does not read are counted by name in `unknown`."""
@@ -159,6 +195,7 @@ def read_dump(path: Path, fields: dict[str, str], job_label: str = "hpc_job",
 
     path = Path(path)
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     try:
         columns = _columns(path, con)
         missing = [c for c in REQUIRED if c not in columns]
@@ -166,19 +203,13 @@ def read_dump(path: Path, fields: dict[str, str], job_label: str = "hpc_job",
             raise InputError(path, f"no column {', '.join(repr(c) for c in missing)}; expected columns time, metric, "
                              "value and label columns (Hostname, gpu, UUID, modelName, pod, ...)",
                              line=None if is_parquet(path) else 1)
-        if is_parquet(path):
-            relation = con.sql("SELECT * FROM read_parquet(?)", params=[str(path)])  # type: ignore[call-arg]
-        else:
-            spec = ", ".join(f"'{c.replace(chr(39), chr(39) * 2)}': 'VARCHAR'" for c in columns)
-            relation = con.sql(f"SELECT * FROM read_csv(?, header = true, auto_detect = false, delim = ',', "
-                               f"quote = '\"', columns = {{{spec}}})", params=[str(path)])  # type: ignore[call-arg]
+        query, others = _select_sql(columns, fields, job_label, is_parquet(path))
+        relation = con.sql(query, params=[str(path)])  # type: ignore[call-arg]
         first_line = 1 if is_parquet(path) else 2
         try:
-            for batch in relation.to_arrow_reader(batch_rows):
-                frame = pl.from_arrow(batch)
-                assert isinstance(frame, pl.DataFrame)
+            for frame in _gathered(relation.to_arrow_reader(batch_rows), batch_rows):
                 if frame.height:
-                    yield _canonical(frame, path, first_line, fields, job_label, unknown)
+                    yield _canonical(frame, path, first_line, others, unknown)
                 first_line += frame.height
         except duckdb.Error as exc:
             raise InputError(path, f"cannot be read as CSV ({str(exc).splitlines()[0]})") from None

@@ -80,7 +80,7 @@ QUALITY: dict[str, str] = {
 }
 #: The columns that make a series: the metric (field) and every label.
 SERIES = ("field", "host", "gpu", "uuid", "model", "pod", "namespace", "container", "hpc_job", "labels")
-_SPOOL_ROWS = 1_000_000
+_SPOOL_ROWS = 4_000_000
 
 
 @dataclass
@@ -138,7 +138,7 @@ class _Screen:
     """Counts and drops bad samples, counts out-of-order ones, across the batches of one run."""
 
     def __init__(self) -> None:
-        self.last: pl.DataFrame | None = None  # series -> latest time read so far
+        self.last: pl.DataFrame | None = None  # series -> latest time read so far (columns SERIES, time)
         self.counts: dict[tuple[str, int], Counter[str]] = {}
         self.bounds: dict[tuple[str, int], tuple[int, int]] = {}
 
@@ -159,25 +159,41 @@ class _Screen:
         self._count(frame, "missing_labels")
         self._count(frame, "non_finite")
         frame = frame.filter(~pl.col("missing_labels") & ~pl.col("non_finite")).drop("missing_labels", "non_finite")
-        frame = frame.with_columns(pl.concat_str([pl.col(c).cast(pl.String).fill_null("\x00") for c in SERIES],
-                                                 separator="\x1f").alias("_series"))
-        earlier = pl.col("time").cum_max().shift(1).over("_series", order_by="_seq")
+        # out of order: earlier than the latest time of its series read before it, in this batch (rows
+        # are in input order) or an earlier one (the latest times so far, put first)
+        series = list(SERIES)
+        times = frame.select(*series, "time")
+        prior = 0 if self.last is None else self.last.height
         if self.last is not None:
-            frame = frame.join(self.last, on="_series", how="left")
-        else:
-            frame = frame.with_columns(pl.lit(None, pl.Datetime("us", "UTC")).alias("_last"))
-        frame = frame.with_columns(out_of_order=pl.col("time") < pl.max_horizontal(earlier, pl.col("_last")))
-        self._count(frame.with_columns(pl.col("out_of_order").fill_null(False)), "out_of_order")
-        latest = frame.group_by("_series").agg(pl.col("time").max().alias("_last"))
-        self.last = latest if self.last is None else pl.concat([self.last, latest]).group_by("_series").agg(
-            pl.col("_last").max())
-        return frame.drop("_series", "_last", "out_of_order")
+            times = pl.concat([self.last, times])
+        late = times.select((pl.col("time") < pl.col("time").cum_max().shift(1).over(series)).fill_null(False)
+                            .alias("out_of_order")).to_series().slice(prior)
+        self._count(frame.with_columns(late), "out_of_order")
+        self.last = times.group_by(series).agg(pl.col("time").max())
+        return frame
+
+
+def _in_order(frame: pl.DataFrame, columns: list[str]) -> bool:
+    """Whether the rows of `frame` are already sorted by `columns` (ascending, nulls first), checked
+    row against row (a linear pass where a sort is not)."""
+    if frame.height < 2:
+        return True
+    not_before = pl.lit(True)  # row >= previous row, lexicographically over `columns`
+    for name in reversed(columns):
+        now, before = pl.col(name), pl.col(name).shift(1)
+        after = (now > before).fill_null(before.is_null() & now.is_not_null())
+        not_before = after | (now.eq_missing(before) & not_before)
+    return bool(frame.select(not_before.slice(1).all()).item())
 
 
 def _dedupe(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """Keep the first read (lowest `_seq`) of the samples sharing host, gpu, field and time."""
-    frame = frame.sort("_seq")
-    kept = frame.unique(subset=["host", "gpu", "field", "time"], keep="first", maintain_order=True)
+    """`frame` (one chunk: one field) sorted by host, gpu and time, keeping the first read (lowest
+    `_seq`) of the samples that share them; and how many were dropped."""
+    key = ["host", "gpu", "time"]
+    if not _in_order(frame, [*key, "_seq"]):
+        frame = frame.sort([*key, "_seq"])
+    repeated = pl.all_horizontal([pl.col(c).eq_missing(pl.col(c).shift(1)) for c in key]).fill_null(False)
+    kept = frame.filter(~repeated)
     return kept, frame.height - kept.height
 
 
@@ -286,7 +302,7 @@ def _write(home: Path, dataset: str, chunk: store.Chunk, frame: pl.DataFrame, co
     counts = Counter(counts)
     counts["duplicates"] += duplicates
     days = kept["time"].dt.date().unique().sort().cast(pl.String).to_list() if kept.height else []
-    done = store.write_chunk(home, dataset, chunk, kept.drop("_seq", "_key"))
+    done = store.write_chunk(home, dataset, chunk, kept.drop("_seq", "_key"), presorted=True)
     result.samples += done.rows
     result.chunks_written += 1
     result.days = sorted(set(result.days) | set(days))

@@ -92,9 +92,10 @@ def conform(samples: pl.DataFrame) -> pl.DataFrame:
     return samples.select(columns)
 
 
-def write_chunk(home: Path, dataset: str, chunk: Chunk, samples: pl.DataFrame) -> Chunk:
-    """Write the samples of `chunk` (split by UTC day) and record the chunk; returns it with its
-    row count. Writing a chunk that is already stored replaces its files."""
+def write_chunk(home: Path, dataset: str, chunk: Chunk, samples: pl.DataFrame, presorted: bool = False) -> Chunk:
+    """Write the samples of `chunk` (split by UTC day, each day's file sorted by host, gpu, field and
+    time; `presorted`: `samples` already are) and record the chunk; returns it with its row count.
+    Writing a chunk that is already stored replaces its files."""
     from ddlx.atomic import atomic_file, fsync_folder, write_parquet_file
 
     samples = conform(samples)
@@ -105,7 +106,7 @@ def write_chunk(home: Path, dataset: str, chunk: Chunk, samples: pl.DataFrame) -
         target = folder / f"day={day.isoformat()}" / f"{chunk.chunk_id}.parquet"
         target.parent.mkdir(parents=True, exist_ok=True)
         with atomic_file(target) as tmp:
-            write_parquet_file(part.sort(["host", "gpu", "field", "time"]), tmp)
+            write_parquet_file(part if presorted else part.sort(["host", "gpu", "field", "time"]), tmp)
     done = Chunk(chunk.source, chunk.field, chunk.start, chunk.end, samples.height)
     record = chunks_path(home, dataset)
     record.parent.mkdir(parents=True, exist_ok=True)
