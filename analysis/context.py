@@ -80,6 +80,14 @@ class TraceContext:
         """True when every one of `tables` is in the catalog for this trace."""
         return all(table in self.tables for table in tables)
 
+    @property
+    def samples_location(self) -> str | None:
+        """The folder of the Parquet files (partitioned by day) behind `gpu_samples`, where a reduction
+        engine reads them (`ddlx.analysis.engines`); None without telemetry."""
+        from ddlx.datasets.telemetry import store
+
+        return str(store.samples_folder(self.home, self.trace)) if store.has_samples(self.home, self.trace) else None
+
     def has_view(self, *views: str) -> bool:
         """True when the trace publishes every one of the canonical `views` (names of `VIEWS`)."""
         return all(view in self.views for view in views)

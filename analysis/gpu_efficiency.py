@@ -20,6 +20,7 @@ when the dataset has GPU samples.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -28,6 +29,9 @@ from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.sql import quantiles_from_counts_sql
 from ddlx.datasets.sqltext import sql_string
+
+if TYPE_CHECKING:
+    from ddlx.analysis.engines import Engine, Provenance
 
 #: Idle thresholds: a sample of gpu_util (percent) or sm_active (ratio 0-1) below this is idle.
 IDLE_GPU_UTIL_PERCENT = 5.0
@@ -56,7 +60,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "samples (spacings of 0 left out); a series of one sample takes the median period of that "
         "field's other series, and is left out (counted) when there is none. The period is measured "
         "from the samples, not taken from the import's step, so gaps in scraping do not add time: a "
-        "missing sample counts no GPU-time. GPU-hours of samples = sum of their periods / 3600.",
+        "missing sample counts no GPU-time. The period is kept in whole microseconds, and GPU-time is "
+        "summed in them exactly. GPU-hours of samples = sum of their periods / 3600.",
     ),
     Definition(
         "telemetry.attribution.label", "Sample attributed by its job label", "samples",
@@ -77,6 +82,17 @@ DEFINITIONS: tuple[Definition, ...] = (
         "covers every GPU the node shows in its samples when the job holds at least as many GPUs per "
         "node (its GPUs / its nodes) as the node shows, else none: those samples are unallocated and "
         "counted (gpu_efficiency.data_quality). Job steps are not jobs.",
+    ),
+    Definition(
+        "telemetry.reduction", "Where the samples were reduced", "engine, location, partitions",
+        "The samples are reduced to small tables in one pass of partial results per slice of 6 hours "
+        "(per series: samples, first and last time, counts of the spacings between consecutive samples; "
+        "per GPU, job label, allocation interval and idle flags: samples, sum and maximum of the values; "
+        "per hour: samples), which merge exactly across slices and partitions: counts, minima and maxima "
+        "as they are, sums of values in millionths of their unit as decimals (so the order of summing "
+        "cannot change them). On embedded DuckDB (the default) a slice at a time; with --engine spark "
+        "on Spark SQL over the Parquet files where they are (engine, location and partitions read are "
+        "given); the rest runs locally on the merged tables. Both give the same tables.",
     ),
     Definition(
         "telemetry.unallocated", "Unallocated GPU sample", "GPU-hours",
@@ -116,7 +132,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "gpu_efficiency.mean_activity", "Mean SM, tensor and GPU activity", "ratio 0-1 (gpu_util: percent)",
         "Period-weighted mean of a field's samples attributed to the job (or user, group, all "
         "jobs): sum(value x period) / sum(period), for sm_active, tensor_active (ratios 0-1) and "
-        "gpu_util (percent). NULL where the field was not collected.",
+        "gpu_util (percent); values are summed exactly in millionths of their unit (rounded to the "
+        "nearest), so the means do not depend on the order or the engine of the sums. NULL where the "
+        "field was not collected.",
     ),
     Definition(
         "gpu_efficiency.memory", "GPU memory used against device memory", "MiB",
@@ -155,13 +173,75 @@ def device_memory_mib_sql(model: str) -> str:
 
 
 def _primary(ctx: TraceContext) -> tuple[str, float]:
-    fields = set(ctx.query("SELECT DISTINCT field FROM gpu_samples")["field"].to_list())
+    fields = set(ctx.query("SELECT DISTINCT field FROM ge_summary")["field"].to_list())
     if "gpu_util" in fields or "sm_active" not in fields:
         return "gpu_util", float(ctx.options.get("idle_gpu_util_percent") or IDLE_GPU_UTIL_PERCENT)
     return "sm_active", float(ctx.options.get("idle_sm_active") or IDLE_SM_ACTIVE)
 
 
-def _prepare(ctx: TraceContext, primary: str, idle: float) -> None:
+def summary_sql(samples: str) -> str:
+    """SQL over `samples` (a relation of gpu_samples rows): per series (host, gpu, field) the samples
+    and the first and last time; a sum, a count, a minimum and a maximum, so it merges exactly across
+    partitions."""
+    return f"""SELECT host, gpu, field, count(*) AS n, min(time) AS first, max(time) AS last FROM {samples}
+               WHERE host IS NOT NULL AND gpu IS NOT NULL GROUP BY host, gpu, field"""
+
+
+def partials_sql(samples: str, timeline: str, primary: str, idle: float) -> str:
+    """SQL over `samples` (a relation of gpu_samples rows) and `timeline` (ge_timeline cut at the
+    borders of slices: a row per interval and slice it overlaps): the partial results per slice of
+    time (`SLICE_S`), one row per group of one of four kinds (`part`), each a sum, count, minimum or
+    maximum that merges exactly with the same group of other slices or partitions:
+
+    - `slices`: per series and slice, samples and first and last time;
+    - `gaps`: per series, how many consecutive samples of a slice are `gap_us` apart;
+    - `cells`: per GPU, model, field, job label, timeline interval and idle flags, samples, the sum of
+      the values in millionths of their unit (`sum_micro`, a decimal: exact in any order) and the
+      maximum;
+    - `hours`: per UTC hour, GPU, allocated or not and idle or not, samples of the primary field.
+    Written once in DuckDB's dialect; `ddlx.analysis.engines` runs it on DuckDB or Spark."""
+    fields = ", ".join(sql_string(f) for f in _FIELDS)
+    slice_us = SLICE_S * 1_000_000
+    return f"""
+        WITH s AS (
+            SELECT host, gpu, model, time, field, value, NULLIF(trim(hpc_job), '') AS hpc_job,
+                   NULLIF(trim(pod), '') AS pod, NULLIF(trim(namespace), '') AS namespace,
+                   epoch_us(time) // {slice_us} AS slice
+            FROM {samples} WHERE field IN ({fields}) AND host IS NOT NULL AND gpu IS NOT NULL),
+        g AS (
+            SELECT s.*, epoch_us(lead(time) OVER (PARTITION BY host, gpu, field, slice ORDER BY time))
+                        - epoch_us(time) AS gap_us
+            FROM s),
+        j AS (
+            SELECT g.host, g.gpu, g.model, g.field, g.value, g.hpc_job, g.pod, g.namespace, g.slice, g.time,
+                   g.gap_us, epoch_us(g.time) // 3600000000 AS hour_number, t.seg_id,
+                   g.hpc_job IS NOT NULL OR g.pod IS NOT NULL OR t.job_id IS NOT NULL AS allocated,
+                   g.value < {idle!r} AS below_idle, g.value < {IDLE_SM_ACTIVE!r} AS below_sm
+            FROM g LEFT JOIN {timeline} t
+              ON g.host = t.host AND g.gpu = t.gpu AND g.slice = t.slice AND t.seg_start <= g.time
+                 AND (t.seg_end IS NULL OR g.time < t.seg_end))
+        SELECT CASE WHEN GROUPING(slice) = 0 THEN 'slices' WHEN GROUPING(gap_us) = 0 THEN 'gaps'
+                    WHEN GROUPING(seg_id) = 0 THEN 'cells' ELSE 'hours' END AS part,
+               host, gpu, model, field, hpc_job, pod, namespace, seg_id, below_idle, below_sm, slice, gap_us,
+               hour_number, allocated, count(*) AS n,
+               count(*) FILTER (WHERE field = {sql_string(primary)}) AS n_primary,
+               sum(CAST(round(value * 1000000) AS DECIMAL(38, 0))) AS sum_micro, max(value) AS max_v,
+               min(time) AS first, max(time) AS last
+        FROM j
+        GROUP BY GROUPING SETS ((host, gpu, field, slice), (host, gpu, field, gap_us),
+                                (host, gpu, model, field, hpc_job, pod, namespace, seg_id, below_idle, below_sm),
+                                (hour_number, host, gpu, allocated, below_idle))"""
+
+
+#: The columns of partials_sql's rows, typed as stored locally.
+PARTS_COLUMNS = (
+    "part VARCHAR, host VARCHAR, gpu INTEGER, model VARCHAR, field VARCHAR, hpc_job VARCHAR, pod VARCHAR, "
+    "namespace VARCHAR, seg_id BIGINT, below_idle BOOLEAN, below_sm BOOLEAN, slice BIGINT, gap_us BIGINT, "
+    "hour_number BIGINT, allocated BOOLEAN, n BIGINT, n_primary BIGINT, sum_micro DECIMAL(38, 0), max_v DOUBLE, "
+    "first TIMESTAMPTZ, last TIMESTAMPTZ")
+
+
+def _prepare(ctx: TraceContext, primary: str, idle: float, engine: Engine | None = None) -> None:
     """Small temporary tables, built one slice of time (`SLICE_S`) of samples at a time so that
     memory stays bounded however many samples there are (sums, counts and maxima merge exactly
     across slices; the gaps at the borders of slices are added from each series' first and last
@@ -172,28 +252,38 @@ def _prepare(ctx: TraceContext, primary: str, idle: float) -> None:
       whether an allocation of any GPU of its host (or of unknown GPUs) covers it (`claimed`);
     - ge_series: per series (host, gpu, field): samples, first and last time and the sample period;
     - ge_cells: the samples counted per job, attribution, GPU, model, field and idle flags (count,
-      sum and max of the values; w: GPU-seconds, vw: value x GPU-seconds); ge_hours: the primary
+      sum and max of the values; w_us: GPU-microseconds, vw_us: value x GPU-microseconds); ge_hours: the primary
       field's samples per UTC hour, GPU, allocated or not and idle or not; ge_sampled: the jobs with
       a sample in an interval of ge_timeline that is theirs.
     Each sample is read once; no table holds a row per sample of more than one slice.
     """
-    fields = ", ".join(sql_string(f) for f in _FIELDS)
     _allocations(ctx)
-    slice_us = SLICE_S * 1_000_000
-    slices = ctx.query(f"""SELECT DISTINCT epoch_us(time) // {slice_us} AS number FROM gpu_samples
-                           WHERE field IN ({fields}) AND host IS NOT NULL AND gpu IS NOT NULL
-                           ORDER BY number""")["number"].to_list()
-    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_gaps (host VARCHAR, gpu INTEGER, field VARCHAR, gap_us BIGINT,
-                       n BIGINT)""")
-    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_slices (host VARCHAR, gpu INTEGER, field VARCHAR, slice BIGINT,
-                       n BIGINT, first TIMESTAMPTZ, last TIMESTAMPTZ)""")
-    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_cell_parts (host VARCHAR, gpu INTEGER, model VARCHAR, field VARCHAR,
-                       hpc_job VARCHAR, pod VARCHAR, namespace VARCHAR, seg_id BIGINT, below_idle BOOLEAN,
-                       below_sm BOOLEAN, n BIGINT, sum_v DOUBLE, max_v DOUBLE)""")
-    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_hours (hour_number BIGINT, host VARCHAR, gpu INTEGER,
-                       allocated BOOLEAN, below_idle BOOLEAN, n BIGINT)""")
-    for number in slices:
-        _one_slice(ctx, fields, primary, idle, number, number * slice_us, (number + 1) * slice_us)
+    bounds = ctx.one_row(f"""SELECT min(epoch_us(first)) // {SLICE_S * 1_000_000} AS low,
+                                    max(epoch_us(last)) // {SLICE_S * 1_000_000} AS high FROM ge_summary""")
+    _timeline_slices(ctx, bounds["low"], bounds["high"])
+    ctx.execute(f"CREATE OR REPLACE TEMP TABLE ge_parts ({PARTS_COLUMNS})")
+    if engine is None:  # embedded DuckDB, a slice at a time: memory stays bounded
+        slice_us = SLICE_S * 1_000_000
+        for number in range(bounds["low"], bounds["high"] + 1) if bounds["low"] is not None else range(0):
+            samples = (f"(SELECT * FROM gpu_samples WHERE time >= TIMESTAMPTZ '{_utc(number * slice_us)}' "
+                       f"AND time < TIMESTAMPTZ '{_utc((number + 1) * slice_us)}')")
+            ctx.execute(f"INSERT INTO ge_parts {partials_sql(samples, 'ge_timeline_slices', primary, idle)}")
+    else:  # the engine reads the samples where they are, in one pass over all slices
+        engine.register_arrow("ge_timeline_slices", ctx.con.sql("SELECT * FROM ge_timeline_slices").to_arrow_table())
+        parts = engine.query(partials_sql("gpu_samples", "ge_timeline_slices", primary, idle), "partials")
+        _insert(ctx, "ge_parts", parts)
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_gaps AS SELECT host, gpu, field, gap_us, n FROM ge_parts
+                   WHERE part = 'gaps' AND gap_us IS NOT NULL""")
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_slices AS SELECT host, gpu, field, slice, n, first, last
+                   FROM ge_parts WHERE part = 'slices'""")
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_cell_parts AS
+                   SELECT host, gpu, model, field, hpc_job, pod, namespace, seg_id, below_idle, below_sm, n, sum_micro,
+                          max_v
+                   FROM ge_parts WHERE part = 'cells'""")
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_hours AS
+                   SELECT hour_number, host, gpu, allocated, below_idle, n_primary AS n FROM ge_parts
+                   WHERE part = 'hours' AND n_primary > 0""")
+    ctx.execute("DROP TABLE ge_parts")
     ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_series AS
         WITH borders AS (
             SELECT host, gpu, field,
@@ -213,7 +303,8 @@ def _prepare(ctx: TraceContext, primary: str, idle: float) -> None:
                           any_value(m.own_period_s) AS own_period_s
                    FROM ge_slices d LEFT JOIN medians m USING (host, gpu, field) GROUP BY d.host, d.gpu, d.field),
         fleet AS (SELECT field, quantile_cont(own_period_s, 0.5) AS period_s FROM series GROUP BY field)
-        SELECT s.host, s.gpu, s.field, s.n, s.first, s.last, coalesce(s.own_period_s, f.period_s) AS period_s
+        SELECT s.host, s.gpu, s.field, s.n, s.first, s.last, coalesce(s.own_period_s, f.period_s) AS period_s,
+               CAST(round(coalesce(s.own_period_s, f.period_s) * 1e6) AS BIGINT) AS period_us
         FROM series s LEFT JOIN fleet f USING (field)""")
     # the job of a sample: its label, else the job of its timeline interval (definitions telemetry.*)
     ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_cells AS
@@ -229,10 +320,11 @@ def _prepare(ctx: TraceContext, primary: str, idle: float) -> None:
                    CASE WHEN hpc_job IS NOT NULL THEN 'label (hpc_job)' WHEN pod IS NOT NULL THEN 'label (pod)'
                         WHEN t_job IS NOT NULL THEN 'allocation' ELSE 'unallocated' END AS attribution,
                    namespace, host, gpu, model, field, claimed, below_idle, below_sm,
-                   sum(n)::BIGINT AS n, sum(sum_v) AS sum_v, max(max_v) AS max_v
+                   sum(n)::BIGINT AS n, sum(sum_micro) AS sum_micro, max(max_v) AS max_v
             FROM parts LEFT JOIN clusters k ON k.job_id = parts.l_job
             GROUP BY ALL)
-        SELECT c.*, c.n * s.period_s AS w, c.sum_v * s.period_s AS vw, c.field = {sql_string(primary)} AS is_primary
+        SELECT c.*, c.n * s.period_us AS w_us, c.sum_micro * s.period_us AS vw_us,
+               c.field = {sql_string(primary)} AS is_primary
         FROM c JOIN ge_series s USING (host, gpu, field)""")
     # jobs with a sample in an interval they hold by allocation (whatever the sample's label)
     ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_sampled AS
@@ -242,12 +334,40 @@ def _prepare(ctx: TraceContext, primary: str, idle: float) -> None:
     ctx.execute("DROP TABLE ge_gaps")
 
 
+def _open_engine(ctx: TraceContext) -> tuple[Engine | None, Provenance]:
+    """The engine the samples are reduced on (`ctx.options`: `engine`, `spark_master`, `spark_conf`,
+    `partitions`, `samples_location`): None for embedded DuckDB on the dataset's own samples."""
+    from ddlx.analysis.engines import Provenance, open_engine
+
+    name = ctx.options.get("engine") or "duckdb"
+    location = ctx.options.get("samples_location") or ctx.samples_location
+    if name == "duckdb" and not ctx.options.get("samples_location"):
+        return None, Provenance("duckdb", location or "gpu_samples", 1)
+    engine = open_engine(name, master=ctx.options.get("spark_master"), conf=ctx.options.get("spark_conf"),
+                         partitions=ctx.options.get("partitions"))
+    try:
+        partitions = engine.register_parquet("gpu_samples", location)
+    except BaseException:
+        engine.close()
+        raise
+    return engine, Provenance(engine.name, location, partitions)
+
+
+def _summarize(ctx: TraceContext, engine: Engine | None) -> None:
+    """ge_summary: per series (host, gpu, field) the samples and first and last time (summary_sql)."""
+    ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_summary (host VARCHAR, gpu INTEGER, field VARCHAR, n BIGINT,
+                       first TIMESTAMPTZ, last TIMESTAMPTZ)""")
+    if engine is None:
+        ctx.execute(f"INSERT INTO ge_summary {summary_sql('gpu_samples')}")
+    else:
+        _insert(ctx, "ge_summary", engine.query(summary_sql("gpu_samples"), "summary"))
+
+
 def _allocations(ctx: TraceContext) -> None:
     """ge_gpus (the GPUs with samples), ge_alloc (allocations, a row of unknown GPUs covering every
     GPU of its node when the job holds that many) and ge_timeline (see `_prepare`)."""
     ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_gpus AS
-        SELECT DISTINCT host, gpu FROM gpu_samples
-        WHERE host IS NOT NULL AND gpu IS NOT NULL AND field IN ({", ".join(sql_string(f) for f in _FIELDS)})""")
+        SELECT DISTINCT host, gpu FROM ge_summary WHERE field IN ({", ".join(sql_string(f) for f in _FIELDS)})""")
     if ctx.has_view("gpu_allocations"):
         ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_alloc AS
             WITH host_gpus AS (SELECT host, count(DISTINCT gpu) AS gpus, list(DISTINCT gpu) AS gpu_list
@@ -321,67 +441,56 @@ def _utc(us: int) -> str:
     return datetime.fromtimestamp(us // 1_000_000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S+00")
 
 
-def _one_slice(ctx: TraceContext, fields: str, primary: str, idle: float, number: int, low_us: int,
-             high_us: int) -> None:
-    """Add the samples of one slice [low_us, high_us) (µs since 1970) to ge_gaps, ge_slices,
-    ge_cell_parts and ge_hours."""
-    ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_slice AS
-        SELECT host, gpu, model, time, field, value,
-               NULLIF(trim(hpc_job), '') AS hpc_job, NULLIF(trim(pod), '') AS pod,
-               NULLIF(trim(namespace), '') AS namespace
-        FROM gpu_samples
-        WHERE field IN ({fields}) AND host IS NOT NULL AND gpu IS NOT NULL
-          AND time >= TIMESTAMPTZ '{_utc(low_us)}' AND time < TIMESTAMPTZ '{_utc(high_us)}'""")
-    ctx.execute("""INSERT INTO ge_gaps
-        SELECT host, gpu, field, gap_us, count(*) FROM (
-            SELECT host, gpu, field,
-                   epoch_us(lead(time) OVER (PARTITION BY host, gpu, field ORDER BY time)) - epoch_us(time) AS gap_us
-            FROM ge_slice)
-        WHERE gap_us IS NOT NULL GROUP BY ALL""")
-    ctx.execute(f"""INSERT INTO ge_slices
-        SELECT host, gpu, field, {number}, count(*), min(time), max(time) FROM ge_slice GROUP BY host, gpu, field""")
-    ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_slice_groups AS
-        WITH t AS (SELECT * FROM ge_timeline WHERE seg_start < TIMESTAMPTZ '{_utc(high_us)}'
-                   AND (seg_end IS NULL OR seg_end > TIMESTAMPTZ '{_utc(low_us)}')),
-        s AS (
-            SELECT s.host, s.gpu, s.model, s.field, s.value, s.hpc_job, s.pod, s.namespace,
-                   epoch_us(s.time) // 3600000000 AS hour_number, t.seg_id,
-                   s.hpc_job IS NOT NULL OR s.pod IS NOT NULL OR t.job_id IS NOT NULL AS allocated,
-                   s.value < {idle!r} AS below_idle, s.value < {IDLE_SM_ACTIVE!r} AS below_sm
-            FROM ge_slice s LEFT JOIN t ON s.host = t.host AND s.gpu = t.gpu AND t.seg_start <= s.time
-                 AND (t.seg_end IS NULL OR s.time < t.seg_end))
-        SELECT GROUPING(hour_number) AS grp, host, gpu, model, field, hpc_job, pod, namespace, seg_id, below_idle,
-               below_sm, hour_number, allocated, count(*) AS n,
-               count(*) FILTER (WHERE field = {sql_string(primary)}) AS n_primary, sum(value) AS sum_v,
-               max(value) AS max_v
-        FROM s
-        GROUP BY GROUPING SETS ((host, gpu, model, field, hpc_job, pod, namespace, seg_id, below_idle, below_sm),
-                                (hour_number, host, gpu, allocated, below_idle))""")
-    ctx.execute("""INSERT INTO ge_cell_parts
-        SELECT host, gpu, model, field, hpc_job, pod, namespace, seg_id, below_idle, below_sm, n, sum_v, max_v
-        FROM ge_slice_groups WHERE grp = 1""")
-    ctx.execute("""INSERT INTO ge_hours SELECT hour_number, host, gpu, allocated, below_idle, n_primary
-                   FROM ge_slice_groups WHERE grp = 0 AND n_primary > 0""")
-    ctx.execute("DROP TABLE ge_slice_groups")
-    ctx.execute("DROP TABLE ge_slice")
+def _timeline_slices(ctx: TraceContext, low: int | None, high: int | None) -> None:
+    """ge_timeline_slices: the intervals of ge_timeline, a row per slice of time (`SLICE_S`) from
+    `low` to `high` (slice numbers; None: no samples) that each overlaps, so that samples find theirs
+    by an equality join on (host, gpu, slice) and a range test (partials_sql)."""
+    slice_us = SLICE_S * 1_000_000
+    low, high = (0, -1) if low is None or high is None else (low, high)
+    last = f"least(coalesce((epoch_us(seg_end) - 1) // {slice_us}, {high}), {high})"
+    ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_timeline_slices AS
+        SELECT * FROM (
+            SELECT seg_id, host, gpu, seg_start, seg_end, job_id,
+                   unnest(range(greatest(epoch_us(seg_start) // {slice_us}, {low}), {last} + 1)) AS slice
+            FROM ge_timeline)""")
+
+
+def _insert(ctx: TraceContext, table: str, rows: Any) -> None:
+    """Add the Arrow table `rows` (columns named as `table`'s) to the temporary table `table`."""
+    ctx.con.register("ge_incoming", rows)
+    try:
+        ctx.execute(f"INSERT INTO {table} BY NAME SELECT * FROM ge_incoming")
+    finally:
+        ctx.con.unregister("ge_incoming")
+
+
+def _hours_sql(condition: str) -> str:
+    """SQL: the GPU-hours of the rows (with a w_us column) meeting `condition`, from their exact sum."""
+    return f"(CAST(sum(w_us) FILTER (WHERE {condition}) AS DOUBLE) / 3.6e9)"
+
+
+def _mean_sql(condition: str) -> str:
+    """SQL: the period-weighted mean value of the ge_cells rows meeting `condition`, from exact sums."""
+    return (f"(CAST(sum(vw_us) FILTER (WHERE {condition}) AS DOUBLE) / 1e6 "
+            f"/ CAST(sum(w_us) FILTER (WHERE {condition}) AS DOUBLE))")
 
 
 def _measures() -> str:
-    """SQL aggregates over ge_cells (w: GPU-seconds of a cell's samples, vw: value x GPU-seconds):
+    """SQL aggregates over ge_cells (w_us: GPU-microseconds of a cell's samples, vw_us: values in
+    millionths x GPU-microseconds; both exact, so the sums do not depend on the order of the rows):
     the columns of the job, user, group and total rows."""
-    hours = "(sum(w) FILTER (WHERE {}) / 3600)"
 
     def mean(field: str) -> str:
-        return f"sum(vw) FILTER (WHERE field = '{field}') / sum(w) FILTER (WHERE field = '{field}')"
+        return _mean_sql(f"field = '{field}'")
 
     return f"""
-        {hours.format('is_primary')} AS allocated_gpu_hours,
-        coalesce({hours.format('is_primary AND below_idle')}, 0) AS idle_gpu_hours,
-        coalesce({hours.format('is_primary AND below_idle')}, 0) / {hours.format('is_primary')} AS idle_share,
-        {hours.format("field = 'sm_active'")} AS sm_sampled_gpu_hours,
-        {hours.format("field = 'sm_active' AND below_sm")} AS sm_idle_gpu_hours,
-        coalesce({hours.format("field = 'sm_active' AND below_sm")}, 0)
-            / {hours.format("field = 'sm_active'")} AS sm_idle_share,
+        {_hours_sql('is_primary')} AS allocated_gpu_hours,
+        coalesce({_hours_sql('is_primary AND below_idle')}, 0) AS idle_gpu_hours,
+        coalesce({_hours_sql('is_primary AND below_idle')}, 0) / {_hours_sql('is_primary')} AS idle_share,
+        {_hours_sql("field = 'sm_active'")} AS sm_sampled_gpu_hours,
+        {_hours_sql("field = 'sm_active' AND below_sm")} AS sm_idle_gpu_hours,
+        coalesce({_hours_sql("field = 'sm_active' AND below_sm")}, 0)
+            / {_hours_sql("field = 'sm_active'")} AS sm_idle_share,
         {mean('gpu_util')} AS mean_gpu_util_percent,
         {mean('sm_active')} AS mean_sm_active,
         {mean('tensor_active')} AS mean_tensor_active,
@@ -432,28 +541,43 @@ def grouped_table(ctx: TraceContext, jobs: pl.DataFrame, key: str) -> pl.DataFra
 def by_hour(ctx: TraceContext, primary: str) -> pl.DataFrame:
     """Per UTC hour: allocated, idle, unallocated GPU-hours (gpu_efficiency.idle_share_by_hour)."""
     return ctx.query(f"""
-        WITH h AS (SELECT to_timestamp(h.hour_number * 3600) AS hour, h.allocated, h.below_idle, h.n * s.period_s AS w
+        WITH h AS (SELECT to_timestamp(h.hour_number * 3600) AS hour, h.allocated, h.below_idle,
+                          h.n * s.period_us AS w_us
                    FROM ge_hours h JOIN ge_series s ON s.host = h.host AND s.gpu = h.gpu
                         AND s.field = {sql_string(primary)}
                    WHERE s.period_s IS NOT NULL)
         SELECT hour,
-               coalesce(sum(w) FILTER (WHERE allocated) / 3600, 0) AS allocated_gpu_hours,
-               coalesce(sum(w) FILTER (WHERE allocated AND below_idle) / 3600, 0) AS idle_gpu_hours,
-               sum(w) FILTER (WHERE allocated AND below_idle) / sum(w) FILTER (WHERE allocated) AS idle_share,
-               coalesce(sum(w) FILTER (WHERE NOT allocated) / 3600, 0) AS unallocated_gpu_hours,
-               coalesce(sum(w) FILTER (WHERE NOT allocated AND below_idle) / 3600, 0) AS unallocated_idle_gpu_hours
+               coalesce({_hours_sql('allocated')}, 0) AS allocated_gpu_hours,
+               coalesce({_hours_sql('allocated AND below_idle')}, 0) AS idle_gpu_hours,
+               {_hours_sql('allocated AND below_idle')} / {_hours_sql('allocated')} AS idle_share,
+               coalesce({_hours_sql('NOT allocated')}, 0) AS unallocated_gpu_hours,
+               coalesce({_hours_sql('NOT allocated AND below_idle')}, 0) AS unallocated_idle_gpu_hours
         FROM h GROUP BY hour ORDER BY hour""")
 
 
 def attribution_table(ctx: TraceContext) -> pl.DataFrame:
     """Samples and GPU-hours of the primary field by how they were attributed."""
     return ctx.query("""
-        SELECT attribution, sum(n)::BIGINT AS samples, sum(w) / 3600 AS gpu_hours,
+        SELECT attribution, sum(n)::BIGINT AS samples, CAST(sum(w_us) AS DOUBLE) / 3.6e9 AS gpu_hours,
                count(DISTINCT job_id) AS jobs, count(DISTINCT (host, gpu)) AS gpus
-        FROM ge_cells WHERE is_primary AND w IS NOT NULL GROUP BY attribution ORDER BY attribution""")
+        FROM ge_cells WHERE is_primary AND w_us IS NOT NULL GROUP BY attribution ORDER BY attribution""")
 
 
-def data_quality(ctx: TraceContext) -> pl.DataFrame:
+def residual_sql(samples: str, residual: str) -> str:
+    """SQL: the jobs of `residual` (allocations that won no interval of the timeline) with a sample of
+    `samples` on a GPU they hold during their allocation (a row of unknown GPUs: any GPU of the node)."""
+    fields = ", ".join(sql_string(f) for f in _FIELDS)
+    return f"""
+        SELECT DISTINCT r.cluster, r.job_id
+        FROM {residual} r JOIN (
+            SELECT host, gpu, time FROM {samples}
+            WHERE field IN ({fields}) AND gpu IS NOT NULL AND host IN (SELECT host FROM {residual})
+              AND time >= (SELECT min(start_time) FROM {residual})) s
+          ON s.host = r.host AND (r.gpu IS NULL OR s.gpu = r.gpu) AND r.start_time <= s.time
+             AND (r.end_time IS NULL OR s.time < r.end_time)"""
+
+
+def data_quality(ctx: TraceContext, engine: Engine | None = None) -> pl.DataFrame:
     """The counts of gpu_efficiency.data_quality, one row per check."""
     # A job has a sample during its allocation when a sample fell in an interval of ge_timeline it
     # won (ge_sampled, gathered slice by slice); the allocations of the other jobs (overlapped by a later
@@ -462,15 +586,12 @@ def data_quality(ctx: TraceContext) -> pl.DataFrame:
         SELECT a.* FROM ge_alloc a WHERE NOT EXISTS (
             SELECT 1 FROM ge_sampled w WHERE w.job_id = a.job_id AND w.cluster IS NOT DISTINCT FROM a.cluster)""")
     if ctx.one_row("SELECT count(*) AS n FROM ge_residual WHERE start_time IS NOT NULL")["n"]:
-        fields = ", ".join(sql_string(f) for f in _FIELDS)
-        ctx.execute(f"""INSERT INTO ge_sampled
-            SELECT DISTINCT r.cluster, r.job_id
-            FROM ge_residual r JOIN (
-                SELECT host, gpu, time FROM gpu_samples
-                WHERE field IN ({fields}) AND gpu IS NOT NULL AND host IN (SELECT host FROM ge_residual)
-                  AND time >= (SELECT min(start_time) FROM ge_residual)) s
-              ON s.host = r.host AND (r.gpu IS NULL OR s.gpu = r.gpu) AND r.start_time <= s.time
-                 AND (r.end_time IS NULL OR s.time < r.end_time)""")
+        if engine is None:
+            ctx.execute(f"INSERT INTO ge_sampled {residual_sql('gpu_samples', 'ge_residual')}")
+        else:
+            engine.register_arrow("ge_residual", ctx.con.sql(
+                "SELECT cluster, job_id, host, gpu, start_time, end_time FROM ge_residual").to_arrow_table())
+            _insert(ctx, "ge_sampled", engine.query(residual_sql("gpu_samples", "ge_residual"), "residual"))
     row = ctx.one_row("""
         WITH named AS (SELECT DISTINCT host FROM ge_alloc
                        UNION SELECT DISTINCT host FROM ge_cells WHERE attribution LIKE 'label%'),
@@ -502,11 +623,20 @@ def data_quality(ctx: TraceContext) -> pl.DataFrame:
 
 def analyze(ctx: TraceContext) -> ModuleResult:
     result = ModuleResult("gpu_efficiency")
-    if not ctx.has_view("gpu_samples"):
+    if not ctx.has_view("gpu_samples") and not ctx.options.get("samples_location"):
         result.skip("GPU efficiency from telemetry", NO_TELEMETRY)
         return result
-    primary, threshold = _primary(ctx)
-    _prepare(ctx, primary, threshold)
+    engine, reduction = _open_engine(ctx)
+    try:
+        _summarize(ctx, engine)
+        primary, threshold = _primary(ctx)
+        _prepare(ctx, primary, threshold, engine)
+        quality_frame = data_quality(ctx, engine)
+    finally:
+        if engine is not None:
+            engine.close()
+    result.add("reduction", pl.DataFrame([reduction.as_dict()]), ("telemetry.reduction",),
+               "where the samples were reduced")
     if not ctx.has_view("gpu_allocations"):
         result.skip("attribution by GPU allocation",
                     "the dataset publishes no gpu_allocations view (Slurm: import NodeList and GresDetail); "
@@ -534,7 +664,7 @@ def analyze(ctx: TraceContext) -> ModuleResult:
         ("gpu_efficiency.idle_gpu_hours",), f"one of the {TOP} users with most idle GPU-hours")
     result.add("idle_share_by_hour", by_hour(ctx, primary), ("gpu_efficiency.idle_share_by_hour",),
                "a UTC hour with samples")
-    quality = result.add("data_quality", data_quality(ctx), ("gpu_efficiency.data_quality",),
+    quality = result.add("data_quality", quality_frame, ("gpu_efficiency.data_quality",),
                          "a check of what attribution could not use")
     _findings(ctx, result, attribution, jobs, quality, primary)
     return result
@@ -570,11 +700,9 @@ def _findings(ctx: TraceContext, result: ModuleResult, attribution: pl.DataFrame
                            float(sm["sm_idle_gpu_hours"].fill_null(0).sum() / sm["sm_sampled_gpu_hours"].sum()),
                            "fraction", "gpu_efficiency.sm_idle_share", f"{sm.height:,} jobs with sm_active samples",
                            basis=int(overall_sm_samples(ctx)))
-    overall = ctx.one_row("""SELECT sum(vw) FILTER (WHERE field = 'sm_active')
-                                    / sum(w) FILTER (WHERE field = 'sm_active') AS sm,
-                                    sum(vw) FILTER (WHERE field = 'tensor_active')
-                                    / sum(w) FILTER (WHERE field = 'tensor_active') AS tensor
-                             FROM ge_cells WHERE job_id IS NOT NULL""")
+    overall = ctx.one_row(f"""SELECT {_mean_sql("field = 'sm_active'")} AS sm,
+                                     {_mean_sql("field = 'tensor_active'")} AS tensor
+                              FROM ge_cells WHERE job_id IS NOT NULL""")
     for name, key, text in (("mean_sm_active", "sm", "mean SM activity of jobs' GPUs"),
                             ("mean_tensor_active", "tensor", "mean tensor-pipe activity of jobs' GPUs")):
         if overall[key] is not None:

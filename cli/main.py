@@ -14,7 +14,19 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ddlx.cli.options import TRACE_NAMES, DataHome, Modules, Resolution, UseSample, Window
+from ddlx.cli.options import (
+    TRACE_NAMES,
+    DataHome,
+    Engine,
+    Modules,
+    Partitions,
+    Resolution,
+    SamplesLocation,
+    SparkConf,
+    SparkMaster,
+    UseSample,
+    Window,
+)
 from ddlx.cli.options import analysis_options as _options
 from ddlx.cli.options import data_home as _home
 from ddlx.cli.options import module_names as _module_names
@@ -337,13 +349,18 @@ def analyze_dataset(
     module: Modules = None,
     resolution: Resolution = None,
     window: Window = None,
+    engine: Engine = None,
+    spark_master: SparkMaster = None,
+    samples_location: SamplesLocation = None,
+    partitions: Partitions = None,
+    spark_conf: SparkConf = None,
     data_home: DataHome = None,
 ) -> None:
     """Characterize any dataset of the catalog (an imported cluster log, or an ingested trace)."""
     from ddlx.analysis.runner import run_analysis
 
-    result = run_analysis(_home(data_home), name, _module_names(module), progress=_say,
-                          options=_options(resolution, window))
+    options = _options(resolution, window, engine, spark_master, samples_location, partitions, spark_conf)
+    result = run_analysis(_home(data_home), name, _module_names(module), progress=_say, options=options)
     _render(result, out if out is not None else Path("ddlx-results") / name)
 
 

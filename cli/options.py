@@ -35,6 +35,22 @@ Resolution = Annotated[Optional[int], typer.Option(
 Window = Annotated[Optional[str], typer.Option(
     "--window", help="Window of the allocation figures: trace (the whole trace, default) or active (the span "
                      "holding 99 % of the submissions).", show_default=False)]
+Engine = Annotated[Optional[str], typer.Option(
+    "--engine", help="Where the telemetry reduction runs: duckdb (embedded, default) or spark (PySpark; the "
+                     "samples are read where they are).", show_default=False)]
+SparkMaster = Annotated[Optional[str], typer.Option(
+    "--spark-master", help="Spark master URL with --engine spark (default local[*]): local[2], "
+                           "spark://host:7077, yarn, ...", show_default=False)]
+SamplesLocation = Annotated[Optional[str], typer.Option(
+    "--samples-location", help="Parquet GPU samples (the gpu_samples columns) to reduce instead of the dataset's own "
+                               "telemetry: a folder, a glob, or with --engine spark an s3a:// path.",
+    show_default=False)]
+Partitions = Annotated[Optional[int], typer.Option(
+    "--partitions", help="With --engine spark: partitions to read the samples in (default: Spark's own split).",
+    min=1, show_default=False)]
+SparkConf = Annotated[Optional[list[str]], typer.Option(
+    "--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.hadoop.fs.s3a.endpoint=...",
+    show_default=False)]
 
 
 def say(message: str) -> None:
@@ -57,9 +73,29 @@ def module_names(module: list[str] | None) -> list[str]:
     return resolve_modules(names)
 
 
-def analysis_options(resolution: int | None, window: str | None = None) -> dict[str, Any]:
-    """The modules' options from `--resolution` and `--window`."""
+def analysis_options(resolution: int | None, window: str | None = None, engine: str | None = None,
+                     spark_master: str | None = None, samples_location: str | None = None,
+                     partitions: int | None = None, spark_conf: list[str] | None = None) -> dict[str, Any]:
+    """The modules' options from `--resolution`, `--window` and the reduction engine's options."""
     options: dict[str, Any] = {} if resolution is None else {"resolution_s": resolution}
+    if engine is not None:
+        from ddlx.analysis.engines import ENGINES
+
+        if engine not in ENGINES:
+            raise typer.BadParameter(f"expected {' or '.join(ENGINES)}, not {engine!r}", param_hint="--engine")
+        options["engine"] = engine
+    if (spark_master or partitions or spark_conf) and engine != "spark":
+        raise typer.BadParameter("--spark-master, --partitions and --spark-conf need --engine spark",
+                                 param_hint="--engine")
+    conf: dict[str, str] = {}
+    for pair in spark_conf or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected KEY=VALUE, not {pair!r}", param_hint="--spark-conf")
+        conf[key.strip()] = value.strip()
+    options.update({name: value for name, value in (
+        ("spark_master", spark_master), ("samples_location", samples_location), ("partitions", partitions),
+        ("spark_conf", conf or None)) if value is not None})
     if window is not None:
         from ddlx.analysis.allocation import WINDOWS
 

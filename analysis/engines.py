@@ -1,0 +1,208 @@
+"""Where a heavy reduction runs: embedded DuckDB (the default) or Spark SQL through PySpark.
+
+A reduction is SQL written once, in DuckDB's dialect, over named inputs: Parquet locations (a local
+folder or glob, or an `s3a://` path on Spark) and small Arrow tables sent from here. `Engine.query`
+runs it where the data lives and brings back only its (small) result as an Arrow table.
+
+Dialect differences are handled in one place, `spark_sql`: SQLGlot transpiles DuckDB to Spark SQL,
+and the few functions it leaves as they are get their Spark names (`EPOCH_US` -> `UNIX_MICROS`).
+Spark runs with the session time zone UTC, so timestamps read from Parquet and written in SQL
+literals mean the same instants on both engines.
+
+A Spark failure (a query Spark refuses, a lost executor, an interrupted job) is an `EngineError`
+naming the stage that failed; nothing is written locally by an engine, so the caller's catalog is
+as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ddlx.errors import DdlxError, UsageError
+
+#: Engines by name (`--engine`).
+ENGINES = ("duckdb", "spark")
+#: Spark master when none is given: local mode on every core of this machine.
+DEFAULT_SPARK_MASTER = "local[*]"
+
+
+class EngineError(DdlxError):
+    """A reduction failed on its engine; the message names the engine and the stage."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a reduced table came from: the engine, its input location, and how many partitions
+    the engine read it in."""
+
+    engine: str
+    location: str
+    partitions: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "location": self.location, "partitions": self.partitions}
+
+
+_SPARK_FUNCTIONS = {"EPOCH_US": "UNIX_MICROS"}
+
+
+def spark_sql(sql: str) -> str:
+    """`sql` (DuckDB dialect) as Spark SQL: the one place where the dialects meet."""
+    import sqlglot
+    from sqlglot import exp
+
+    def rename(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Anonymous) and node.name.upper() in _SPARK_FUNCTIONS:
+            return exp.Anonymous(this=_SPARK_FUNCTIONS[node.name.upper()], expressions=node.expressions)
+        return node
+
+    tree = sqlglot.parse_one(sql, read="duckdb").transform(rename)
+    return tree.sql(dialect="spark")
+
+
+class DuckDBEngine:
+    """Reductions on an embedded DuckDB connection (the caller's, or a new in-memory one)."""
+
+    name = "duckdb"
+
+    def __init__(self, con: Any = None) -> None:
+        import duckdb
+
+        self._own = con is None
+        self.con = duckdb.connect() if con is None else con
+        self._registered: list[str] = []
+
+    def register_parquet(self, name: str, location: str) -> int:
+        """Make the Parquet files at `location` (a file, a glob, or a folder: every Parquet file under
+        it) the input `name`; returns the number of files."""
+        from pathlib import Path
+
+        from ddlx.datasets.sqltext import quote_identifier, sql_string
+
+        if "://" not in location and Path(location).is_dir():
+            location = str(Path(location) / "**" / "*.parquet")
+        files = self.con.execute(f"SELECT count(*) FROM glob({sql_string(location)})").fetchall()[0][0]
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {quote_identifier(name)} AS "
+                         f"SELECT * FROM read_parquet({sql_string(location)}, hive_partitioning = false)")
+        self._registered.append(name)
+        return int(files)
+
+    def register_arrow(self, name: str, table: pa.Table) -> None:
+        self.con.register(name, table)
+        self._registered.append(name)
+
+    def query(self, sql: str, stage: str = "query") -> pa.Table:
+        import duckdb
+
+        try:
+            return self.con.sql(sql).to_arrow_table()
+        except duckdb.Error as exc:
+            raise EngineError(f"DuckDB failed at stage {stage!r}: {str(exc).splitlines()[0]}") from None
+
+    def close(self) -> None:
+        from ddlx.datasets.sqltext import quote_identifier
+
+        for name in self._registered:
+            try:
+                self.con.unregister(name)
+            except Exception:  # a view, not a registered object
+                self.con.execute(f"DROP VIEW IF EXISTS {quote_identifier(name)}")
+        self._registered.clear()
+        if self._own:
+            self.con.close()
+
+
+class SparkEngine:
+    """Reductions on Spark SQL through PySpark: `master` is a Spark master URL (`local[2]`,
+    `spark://host:7077`, `yarn`, ...); `conf` extra Spark settings (e.g. the `spark.hadoop.fs.s3a.*`
+    settings of an object store); `partitions`, if given, is how many partitions each Parquet input
+    is read in (else Spark's own split)."""
+
+    name = "spark"
+
+    def __init__(self, master: str = DEFAULT_SPARK_MASTER, conf: dict[str, str] | None = None,
+                 partitions: int | None = None) -> None:
+        if partitions is not None and partitions < 1:
+            raise UsageError(f"--partitions: must be at least 1, got {partitions}")
+        self.master = master
+        self.conf = dict(conf or {})
+        self.partitions = partitions
+        self._session: Any = None
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            try:
+                from pyspark.sql import SparkSession
+            except ImportError:
+                raise UsageError("--engine spark needs PySpark and a Java runtime: pip install 'ddlx[spark]' "
+                                 "(and a JRE 17 or later)") from None
+            builder = (SparkSession.builder.master(self.master).appName("ddlx")
+                       .config("spark.sql.session.timeZone", "UTC")
+                       .config("spark.ui.enabled", "false")
+                       .config("spark.sql.shuffle.partitions", str(self.partitions or 8))
+                       .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+            for key, value in self.conf.items():
+                builder = builder.config(key, value)
+            try:
+                self._session = builder.getOrCreate()
+            except Exception as exc:
+                raise EngineError(f"Spark at {self.master} could not start: {_first_line(exc)}") from None
+        return self._session
+
+    def register_parquet(self, name: str, location: str) -> int:
+        """Make the Parquet files at `location` (a folder, glob or `s3a://` path) the input `name`;
+        returns the number of partitions Spark reads them in."""
+        try:
+            frame = self.session.read.parquet(location)
+            if self.partitions:
+                frame = frame.repartition(self.partitions)
+            frame.createOrReplaceTempView(name)
+            return int(frame.rdd.getNumPartitions())
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise EngineError(f"Spark could not read {location}: {_first_line(exc)}") from None
+
+    def register_arrow(self, name: str, table: pa.Table) -> None:
+        try:
+            self.session.createDataFrame(table).createOrReplaceTempView(name)
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise EngineError(f"Spark could not take the table {name}: {_first_line(exc)}") from None
+
+    def query(self, sql: str, stage: str = "query") -> pa.Table:
+        try:
+            return self.session.sql(spark_sql(sql)).toArrow()
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise EngineError(f"Spark failed at stage {stage!r}: {_first_line(exc)}") from None
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.stop()
+            self._session = None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def open_engine(name: str, con: Any = None, *, master: str | None = None, conf: dict[str, str] | None = None,
+                partitions: int | None = None) -> DuckDBEngine | SparkEngine:
+    """The engine called `name` (`ENGINES`): DuckDB on `con`, or Spark at `master`."""
+    if name == "duckdb":
+        return DuckDBEngine(con)
+    if name == "spark":
+        return SparkEngine(master or DEFAULT_SPARK_MASTER, conf, partitions)
+    raise UsageError(f"--engine: unknown engine {name!r}; expected one of {', '.join(ENGINES)}")
+
+
+#: An engine a reduction runs on.
+Engine = DuckDBEngine | SparkEngine
