@@ -54,9 +54,18 @@ for index, path in enumerate(files):
 """
 
 
-def measure_output(command: list[str]) -> tuple[float, float, str]:
+class StageStopped(Exception):
+    """A measured command ran past its time limit and was stopped."""
+
+    def __init__(self, seconds: float, peak_mb: float) -> None:
+        super().__init__(f"stopped after {seconds:.0f} s")
+        self.seconds, self.peak_mb = seconds, peak_mb
+
+
+def measure_output(command: list[str], limit_s: float | None = None) -> tuple[float, float, str]:
     """Run `command`; return (wall seconds, peak RSS in MB of the process and its children, what it
-    printed on stdout). Exits with its stderr when it fails."""
+    printed on stdout). Exits with its stderr when it fails; raises `StageStopped` (after stopping it
+    and its children) when it runs longer than `limit_s` seconds."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = psutil.Popen(command, stdout=out, stderr=err)
@@ -67,6 +76,12 @@ def measure_output(command: list[str]) -> tuple[float, float, str]:
                 peak = max(peak, rss)
             except psutil.Error:
                 pass
+            if limit_s is not None and time.perf_counter() - started > limit_s:
+                for child in process.children(recursive=True):
+                    child.kill()
+                process.kill()
+                process.wait()
+                raise StageStopped(time.perf_counter() - started, peak / 2**20)
             time.sleep(0.05)
         elapsed = time.perf_counter() - started
         out.seek(0)

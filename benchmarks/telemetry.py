@@ -43,7 +43,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ingest_trace import measure_output  # noqa: E402
+from ingest_trace import StageStopped, measure_output  # noqa: E402
 
 DATASET = "fleet"
 TZ = "Europe/Berlin"
@@ -52,6 +52,8 @@ TZ = "Europe/Berlin"
 DISK_BYTES_PER_SAMPLE = 24
 IMPORT_STAGE = "import samples (import_metrics)"
 REDUCE_STAGE = "reduce: ddlx gpu_efficiency module"
+IMPORT_REFERENCE_STAGE = "import samples: bare DuckDB copy (reference)"
+REDUCE_REFERENCE_STAGE = "reduce: bare DuckDB ASOF join (reference)"
 
 GENERATE = r'''
 import sys
@@ -158,8 +160,9 @@ finally:
 '''
 
 
-def compare(ddlx_out: Path, reference_out: Path, plan_path: Path) -> tuple[int, int, int]:
-    """Jobs with figures, jobs whose ddlx figures differ from the reference, and from the plan."""
+def compare(ddlx_out: Path, reference_out: Path, plan_path: Path) -> tuple[int, int | None, int]:
+    """Jobs with figures, jobs whose ddlx figures differ from the reference (None: no reference
+    figures, it was stopped), and from the plan."""
     import json
 
     import polars as pl
@@ -167,9 +170,9 @@ def compare(ddlx_out: Path, reference_out: Path, plan_path: Path) -> tuple[int, 
     ddlx = pl.read_parquet(ddlx_out).select(
         "job_id", (pl.col("allocated_gpu_hours") * 3600).round().cast(pl.Int64).alias("alloc_gpu_s"),
         (pl.col("idle_gpu_hours") * 3600).round().cast(pl.Int64).alias("idle_gpu_s"))
-    reference = pl.read_parquet(reference_out).select(pl.col("job_id").cast(pl.String),
-                                                      pl.col("alloc_gpu_s").cast(pl.Int64),
-                                                      pl.col("idle_gpu_s").cast(pl.Int64))
+    reference = pl.read_parquet(reference_out).select(
+        pl.col("job_id").cast(pl.String), pl.col("alloc_gpu_s").cast(pl.Int64), pl.col("idle_gpu_s").cast(pl.Int64)
+    ) if reference_out.exists() else None
     plan = pl.DataFrame([{"job_id": j["job_id"], "alloc_gpu_s": j["alloc_gpu_s"], "idle_gpu_s": j["idle_gpu_s"]}
                          for j in json.loads(plan_path.read_text())["jobs"] if j["alloc_gpu_s"] > 0],
                         schema={"job_id": pl.String, "alloc_gpu_s": pl.Int64, "idle_gpu_s": pl.Int64})
@@ -179,7 +182,7 @@ def compare(ddlx_out: Path, reference_out: Path, plan_path: Path) -> tuple[int, 
         return joined.filter((pl.col("alloc_gpu_s") != pl.col("alloc_gpu_s_o")).fill_null(True)
                              | (pl.col("idle_gpu_s") != pl.col("idle_gpu_s_o")).fill_null(True)).height
 
-    return ddlx.height, differing(reference), differing(plan)
+    return ddlx.height, None if reference is None else differing(reference), differing(plan)
 
 
 def main() -> None:
@@ -190,6 +193,8 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="3GB", help="DuckDB memory_limit of both reductions")
     parser.add_argument("--workdir", type=Path, default=None, help="working folder (default: a new temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the working folder")
+    parser.add_argument("--reference-limit", type=float, default=None,
+                        help="seconds after which a reference stage is stopped (reported as such, its ratio a bound)")
     parser.add_argument("--reuse", action="store_true",
                         help="with --workdir: keep the generate and import stages a previous run of the same size "
                              "finished there (their recorded measurements are shown, marked *)")
@@ -218,9 +223,12 @@ def main() -> None:
             earlier = {}
         done: dict = {"size": size, "stages": {}}
 
+        stopped: set[str] = set()
+
         def stage(name: str, code: str, *argv: object, reusable: bool = False,
                   fresh: Path | None = None) -> tuple[float, float]:
-            """Run one stage (or take its earlier measurement); `fresh`: a folder it writes, emptied first."""
+            """Run one stage (or take its earlier measurement); `fresh`: a folder it writes, emptied first.
+            A reference stage past --reference-limit is stopped: its time is then a lower bound."""
             if reusable and name in earlier.get("stages", {}) and all(
                     n.removesuffix(" *") in earlier["stages"] for n, *_ in rows):
                 count, seconds, peak = earlier["stages"][name]
@@ -228,8 +236,13 @@ def main() -> None:
             else:
                 if fresh is not None:
                     shutil.rmtree(fresh, ignore_errors=True)
-                seconds, peak, out = measure_output([python, "-c", code, *map(str, argv)])
-                count = int(out.split()[-1])
+                limit = args.reference_limit if "(reference)" in name else None
+                try:
+                    seconds, peak, out = measure_output([python, "-c", code, *map(str, argv)], limit)
+                    count = int(out.split()[-1])
+                except StageStopped as stop:
+                    seconds, peak, count = stop.seconds, stop.peak_mb, 0
+                    stopped.add(name)
                 rows.append((name, count, seconds, peak))
                 print(f"  {name}: {seconds:.1f} s, {peak:.0f} MB", flush=True)
             done["stages"][name] = [count, seconds, peak]
@@ -245,7 +258,7 @@ def main() -> None:
               reusable=True)
         import_reference_out = workdir / "reference-import"
         shutil.rmtree(import_reference_out, ignore_errors=True)
-        import_reference_s, _ = stage("import samples: bare DuckDB copy (reference)", IMPORT_REFERENCE,
+        import_reference_s, _ = stage(IMPORT_REFERENCE_STAGE, IMPORT_REFERENCE,
                                       generated / "dcgm.parquet", args.memory_limit, workdir / "reference-spill",
                                       import_reference_out, reusable=True)
         shutil.rmtree(import_reference_out, ignore_errors=True)
@@ -253,7 +266,7 @@ def main() -> None:
         stored_bytes = sum(p.stat().st_size for p in samples_folder.rglob("*.parquet"))
         reduce_s, _ = stage(REDUCE_STAGE, REDUCE_DDLX, home, DATASET, args.memory_limit,
                           workdir / "ddlx-jobs.parquet")
-        reduce_reference_s, _ = stage("reduce: bare DuckDB ASOF join (reference)", REDUCE_REFERENCE,
+        reduce_reference_s, _ = stage(REDUCE_REFERENCE_STAGE, REDUCE_REFERENCE,
                                samples_folder / "day=*" / "*.parquet", generated / "plan.json", args.memory_limit,
                                workdir / "reference-spill", workdir / "reference-jobs.parquet")
         jobs, vs_reference, vs_plan = compare(workdir / "ddlx-jobs.parquet", workdir / "reference-jobs.parquet",
@@ -264,20 +277,31 @@ def main() -> None:
               f"samples; dump {dump_bytes / 2**20:,.0f} MiB, stored {stored_bytes / 2**20:,.0f} MiB (Parquet); "
               f"{cores} cores, {memory:.0f} GiB RAM, DuckDB memory_limit {args.memory_limit}; "
               f"{datetime.date.today().isoformat()}")
-        print(f"| {'stage':<46} | {'rows':>15} | {'seconds':>8} | {'peak RSS MB':>11} | {'x reference':>11} |")
-        print(f"|{'-' * 48}|{'-' * 17}|{'-' * 10}|{'-' * 13}|{'-' * 13}|")
-        ratios = {IMPORT_STAGE: import_s / import_reference_s, REDUCE_STAGE: reduce_s / reduce_reference_s}
+        print(f"| {'stage':<54} | {'rows':>15} | {'seconds':>8} | {'peak RSS MB':>11} | {'x reference':>11} |")
+        print(f"|{'-' * 56}|{'-' * 17}|{'-' * 10}|{'-' * 13}|{'-' * 13}|")
+        ratios = {IMPORT_STAGE: (import_s / import_reference_s, IMPORT_REFERENCE_STAGE in stopped),
+                  REDUCE_STAGE: (reduce_s / reduce_reference_s, REDUCE_REFERENCE_STAGE in stopped)}
         for name, count, seconds, peak in rows:
-            ratio = f"{ratios[name.removesuffix(' *')]:.2f}" if name.removesuffix(" *") in ratios else ""
-            print(f"| {name:<46} | {count:>15,} | {seconds:>8.1f} | {peak:>11,.0f} | {ratio:>11} |")
+            ratio, bound = ratios.get(name.removesuffix(" *"), (None, False))
+            ratio = "" if ratio is None else f"{'< ' if bound else ''}{ratio:.2f}"
+            if name in stopped:
+                name = name + " STOPPED"
+            print(f"| {name:<54} | {count:>15,} | {seconds:>8.1f} | {peak:>11,.0f} | {ratio:>11} |")
         ours = [r for r in rows if "(reference)" not in r[0]]
         total = sum(r[2] for r in ours)
         print(f"ddlx total (generate, import, reduce): {total / 60:.1f} min; peak RSS of any ddlx stage "
               f"{max(r[3] for r in ours):,.0f} MB")
         if any(r[0].endswith(" *") for r in rows):
             print("* measured by an earlier run of the same size in this working folder (--reuse)")
-        print(f"same per-job figures: {'yes' if vs_reference == 0 else 'no'} ({jobs:,} jobs; "
-              f"{vs_reference} differ from the reference, {vs_plan} from the generator's plan)")
+        if stopped:
+            print(f"STOPPED: stopped at --reference-limit {args.reference_limit:.0f} s; its time is a lower bound, so "
+                  "the ratio to it an upper bound")
+        if vs_reference is None:
+            print(f"per-job figures: {vs_plan} of {jobs:,} jobs differ from the generator's plan (the reference "
+                  "was stopped before giving figures)")
+        else:
+            print(f"same per-job figures: {'yes' if vs_reference == 0 else 'no'} ({jobs:,} jobs; "
+                  f"{vs_reference} differ from the reference, {vs_plan} from the generator's plan)")
     finally:
         if args.keep:
             print(f"kept {workdir}")
