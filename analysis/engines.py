@@ -16,12 +16,14 @@ as it was.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from ddlx.errors import DdlxError, UsageError
+from ddlx.errors import DdlxError, UsageError, first_line
 
 #: Engines by name (`--engine`).
 ENGINES = ("duckdb", "spark")
@@ -73,7 +75,8 @@ class DuckDBEngine:
 
         self._own = con is None
         self.con = duckdb.connect() if con is None else con
-        self._registered: list[str] = []
+        self._views: list[str] = []
+        self._tables: list[str] = []
 
     def register_parquet(self, name: str, location: str) -> int:
         """Make the Parquet files at `location` (a file, a glob, or a folder: every Parquet file under
@@ -87,12 +90,12 @@ class DuckDBEngine:
         files = self.con.execute(f"SELECT count(*) FROM glob({sql_string(location)})").fetchall()[0][0]
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW {quote_identifier(name)} AS "
                          f"SELECT * FROM read_parquet({sql_string(location)}, hive_partitioning = false)")
-        self._registered.append(name)
+        self._views.append(name)
         return int(files)
 
     def register_arrow(self, name: str, table: pa.Table) -> None:
         self.con.register(name, table)
-        self._registered.append(name)
+        self._tables.append(name)
 
     def query(self, sql: str, stage: str = "query") -> pa.Table:
         import duckdb
@@ -100,17 +103,17 @@ class DuckDBEngine:
         try:
             return self.con.sql(sql).to_arrow_table()
         except duckdb.Error as exc:
-            raise EngineError(f"DuckDB failed at stage {stage!r}: {str(exc).splitlines()[0]}") from None
+            raise EngineError(f"DuckDB failed at stage {stage!r}: {first_line(exc)}") from None
 
     def close(self) -> None:
         from ddlx.datasets.sqltext import quote_identifier
 
-        for name in self._registered:
-            try:
-                self.con.unregister(name)
-            except Exception:  # a view, not a registered object
-                self.con.execute(f"DROP VIEW IF EXISTS {quote_identifier(name)}")
-        self._registered.clear()
+        for name in self._tables:
+            self.con.unregister(name)
+        for name in self._views:
+            self.con.execute(f"DROP VIEW IF EXISTS {quote_identifier(name)}")
+        self._tables.clear()
+        self._views.clear()
         if self._own:
             self.con.close()
 
@@ -150,38 +153,29 @@ class SparkEngine:
             try:
                 self._session = builder.getOrCreate()
             except Exception as exc:
-                raise EngineError(f"Spark at {self.master} could not start: {_first_line(exc)}") from None
+                raise EngineError(f"Spark at {self.master} could not start: {first_line(exc)}") from None
         return self._session
 
     def register_parquet(self, name: str, location: str) -> int:
         """Make the Parquet files at `location` (a folder, glob or `s3a://` path) the input `name`;
         returns the number of partitions Spark reads them in."""
-        try:
-            frame = self.session.read.parquet(location)
+        session = self.session
+        with _spark_failure(f"Spark could not read {location}"):
+            frame = session.read.parquet(location)
             if self.partitions:
                 frame = frame.repartition(self.partitions)
             frame.createOrReplaceTempView(name)
             return int(frame.rdd.getNumPartitions())
-        except EngineError:
-            raise
-        except Exception as exc:
-            raise EngineError(f"Spark could not read {location}: {_first_line(exc)}") from None
 
     def register_arrow(self, name: str, table: pa.Table) -> None:
-        try:
-            self.session.createDataFrame(table).createOrReplaceTempView(name)
-        except EngineError:
-            raise
-        except Exception as exc:
-            raise EngineError(f"Spark could not take the table {name}: {_first_line(exc)}") from None
+        session = self.session
+        with _spark_failure(f"Spark could not take the table {name}"):
+            session.createDataFrame(table).createOrReplaceTempView(name)
 
     def query(self, sql: str, stage: str = "query") -> pa.Table:
-        try:
-            return self.session.sql(spark_sql(sql)).toArrow()
-        except EngineError:
-            raise
-        except Exception as exc:
-            raise EngineError(f"Spark failed at stage {stage!r}: {_first_line(exc)}") from None
+        session = self.session
+        with _spark_failure(f"Spark failed at stage {stage!r}"):
+            return session.sql(spark_sql(sql)).toArrow()
 
     def close(self) -> None:
         if self._session is not None:
@@ -189,9 +183,16 @@ class SparkEngine:
             self._session = None
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+@contextlib.contextmanager
+def _spark_failure(what: str) -> Iterator[None]:
+    """Turn anything Spark (or py4j) raises in the block into an `EngineError` saying `what`, with
+    the first line of Spark's message; ddlx's own errors pass through."""
+    try:
+        yield
+    except DdlxError:
+        raise
+    except Exception as exc:
+        raise EngineError(f"{what}: {first_line(exc)}") from None
 
 
 def open_engine(name: str, con: Any = None, *, master: str | None = None, conf: dict[str, str] | None = None,

@@ -39,6 +39,7 @@ IDLE_SM_ACTIVE = 0.05
 #: Samples are reduced a slice of time at a time (seconds, counted from 1970-01-01 UTC), so that memory
 #: stays bounded however many there are.
 SLICE_S = 6 * 3600
+SLICE_US = SLICE_S * 1_000_000
 #: Rows of the top tables.
 TOP = 10
 #: Why the module does not apply without telemetry.
@@ -201,12 +202,11 @@ def partials_sql(samples: str, timeline: str, primary: str, idle: float) -> str:
     - `hours`: per UTC hour, GPU, allocated or not and idle or not, samples of the primary field.
     Written once in DuckDB's dialect; `ddlx.analysis.engines` runs it on DuckDB or Spark."""
     fields = ", ".join(sql_string(f) for f in _FIELDS)
-    slice_us = SLICE_S * 1_000_000
     return f"""
         WITH s AS (
             SELECT host, gpu, model, time, field, value, NULLIF(trim(hpc_job), '') AS hpc_job,
                    NULLIF(trim(pod), '') AS pod, NULLIF(trim(namespace), '') AS namespace,
-                   epoch_us(time) // {slice_us} AS slice
+                   epoch_us(time) // {SLICE_US} AS slice
             FROM {samples} WHERE field IN ({fields}) AND host IS NOT NULL AND gpu IS NOT NULL),
         g AS (
             SELECT s.*, epoch_us(lead(time) OVER (PARTITION BY host, gpu, field, slice ORDER BY time))
@@ -258,15 +258,14 @@ def _prepare(ctx: TraceContext, primary: str, idle: float, engine: Engine | None
     Each sample is read once; no table holds a row per sample of more than one slice.
     """
     _allocations(ctx)
-    bounds = ctx.one_row(f"""SELECT min(epoch_us(first)) // {SLICE_S * 1_000_000} AS low,
-                                    max(epoch_us(last)) // {SLICE_S * 1_000_000} AS high FROM ge_summary""")
+    bounds = ctx.one_row(f"""SELECT min(epoch_us(first)) // {SLICE_US} AS low,
+                                    max(epoch_us(last)) // {SLICE_US} AS high FROM ge_summary""")
     _timeline_slices(ctx, bounds["low"], bounds["high"])
     ctx.execute(f"CREATE OR REPLACE TEMP TABLE ge_parts ({PARTS_COLUMNS})")
     if engine is None:  # embedded DuckDB, a slice at a time: memory stays bounded
-        slice_us = SLICE_S * 1_000_000
         for number in range(bounds["low"], bounds["high"] + 1) if bounds["low"] is not None else range(0):
-            samples = (f"(SELECT * FROM gpu_samples WHERE time >= TIMESTAMPTZ '{_utc(number * slice_us)}' "
-                       f"AND time < TIMESTAMPTZ '{_utc((number + 1) * slice_us)}')")
+            samples = (f"(SELECT * FROM gpu_samples WHERE time >= TIMESTAMPTZ '{_utc(number * SLICE_US)}' "
+                       f"AND time < TIMESTAMPTZ '{_utc((number + 1) * SLICE_US)}')")
             ctx.execute(f"INSERT INTO ge_parts {partials_sql(samples, 'ge_timeline_slices', primary, idle)}")
     else:  # the engine reads the samples where they are, in one pass over all slices
         engine.register_arrow("ge_timeline_slices", ctx.con.sql("SELECT * FROM ge_timeline_slices").to_arrow_table())
@@ -445,13 +444,12 @@ def _timeline_slices(ctx: TraceContext, low: int | None, high: int | None) -> No
     """ge_timeline_slices: the intervals of ge_timeline, a row per slice of time (`SLICE_S`) from
     `low` to `high` (slice numbers; None: no samples) that each overlaps, so that samples find theirs
     by an equality join on (host, gpu, slice) and a range test (partials_sql)."""
-    slice_us = SLICE_S * 1_000_000
     low, high = (0, -1) if low is None or high is None else (low, high)
-    last = f"least(coalesce((epoch_us(seg_end) - 1) // {slice_us}, {high}), {high})"
+    last = f"least(coalesce((epoch_us(seg_end) - 1) // {SLICE_US}, {high}), {high})"
     ctx.execute(f"""CREATE OR REPLACE TEMP TABLE ge_timeline_slices AS
         SELECT * FROM (
             SELECT seg_id, host, gpu, seg_start, seg_end, job_id,
-                   unnest(range(greatest(epoch_us(seg_start) // {slice_us}, {low}), {last} + 1)) AS slice
+                   unnest(range(greatest(epoch_us(seg_start) // {SLICE_US}, {low}), {last} + 1)) AS slice
             FROM ge_timeline)""")
 
 
