@@ -4,7 +4,7 @@ process and its children: Spark's JVM counts), and how each engine's time grows 
 next (the exponent k of time ~ samples^k).
 
     python benchmarks/engines.py [--gpus 24] [--days 3] [--step 15] [--master local[2]]
-                                 [--partitions 8] [--workdir DIR]
+                                 [--partitions 0] [--workdir DIR]
 
 Per size (GPUs x 1, x 10, x 100 of `--gpus`, same days and step): a SYNTHETIC Slurm cluster is
 generated (`write_synthetic_cluster`, one field, gpu_util, no job label: samples are attributed
@@ -62,7 +62,8 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=3, help="days of telemetry")
     parser.add_argument("--step", type=int, default=15, help="seconds between samples")
     parser.add_argument("--master", default="local[2]", help="Spark master")
-    parser.add_argument("--partitions", type=int, default=8, help="partitions Spark reads the samples in")
+    parser.add_argument("--partitions", type=int, default=0,
+                        help="partitions Spark reads the samples in (default 0: Spark's own split of the files)")
     parser.add_argument("--workdir", type=Path, default=None, help="working folder (default: a temporary one)")
     args = parser.parse_args()
     if args.gpus < 8 or args.gpus % 8:
@@ -83,8 +84,8 @@ def main() -> None:
             _, _, out = measure_output([python, "-c", PREPARE, str(gpus), str(args.days), str(args.step), str(root)])
             samples = int(out.split()[-1])
             results = {}
-            for engine, options in (("duckdb", {}), ("spark", {"engine": "spark", "spark_master": args.master,
-                                                               "partitions": args.partitions})):
+            spark = {"engine": "spark", "spark_master": args.master, "partitions": args.partitions or None}
+            for engine, options in (("duckdb", {}), ("spark", spark)):
                 target = root / f"{engine}.parquet"
                 seconds, peak, out = measure_output([python, "-c", REDUCE, str(root / "home"), str(target),
                                                      json.dumps(options)])
@@ -96,8 +97,9 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
         cores, memory = psutil.cpu_count(), psutil.virtual_memory().total / 2**30
         print()
+        split = f"{args.partitions} partitions" if args.partitions else "its own split of the files"
         print(f"SYNTHETIC Slurm fleets, {args.days} days at {args.step} s, gpu_util; the gpu_efficiency module per "
-              f"engine; Spark {args.master}, {args.partitions} partitions; {cores} cores, {memory:.0f} GiB RAM; "
+              f"engine; Spark {args.master}, {split}; {cores} cores, {memory:.0f} GiB RAM; "
               f"{datetime.date.today().isoformat()}")
         print(f"| {'samples':>13} | {'engine':<6} | {'seconds':>8} | {'peak RSS MB':>11} | {'partitions':>10} | "
               f"{'growth k':>8} |")
