@@ -28,16 +28,20 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+import pyarrow as pa
 
 from ddlx.analysis.capacity import capacity_sources, gpu_capacity, gpu_capacity_sql
 from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult, held_to_end_text
-from ddlx.analysis.sql import allocation_events_sql, local_time_sql, trace_end_sql
+from ddlx.analysis.sql import allocated_jobs_where, allocation_events_sql, local_time_sql, trace_end_sql
 from ddlx.errors import DdlxError
+
+if TYPE_CHECKING:
+    from ddlx.analysis.engines import Engine
 
 #: Default step of the allocation time series, seconds (`ctx.options["resolution_s"]` overrides it).
 DEFAULT_RESOLUTION_S = 3600
@@ -74,7 +78,11 @@ DEFINITIONS: tuple[Definition, ...] = (
         "(covered_s: seconds of the bin inside it). mean_gpus is the exact time-weighted mean of "
         "utilization.allocated_gpus over the covered part (the integral of the step function in "
         "GPU-seconds divided by covered_s, no sampling); peak_gpus the largest value it takes "
-        "there. Over the whole trace: the same over the whole window.",
+        "there for any time. Per bin it is computed from partial results that merge exactly "
+        "(engine.reduction): in whole microseconds and millionths of a GPU, the "
+        "bin's net change, the sum of each change times the time from it to the bin's end, and the "
+        "largest running sum of its changes; the level at a bin's start is the sum of the net "
+        "changes of the bins before it. Over the whole trace: the same over the whole window.",
     ),
     Definition(
         "utilization.allocated_share_of_capacity", "Allocated GPUs as a share of capacity", "fraction",
@@ -210,7 +218,7 @@ def materialized(ctx: TraceContext, sql: str, stem: str) -> Iterator[str]:
 
 
 @contextmanager
-def registered(ctx: TraceContext, frame: pl.DataFrame, stem: str) -> Iterator[str]:
+def registered(ctx: TraceContext, frame: pl.DataFrame | pa.Table, stem: str) -> Iterator[str]:
     """`frame` as a view of the connection for the duration of the block; yields its name."""
     name = f"ddlx_utilization_{stem}"
     ctx.con.register(name, frame)
@@ -263,6 +271,115 @@ def preferred_capacity_source(ctx: TraceContext) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# The per-bin sweep, on an engine: partial results that merge exactly
+# ---------------------------------------------------------------------------------------------
+
+#: Microseconds in a second: the sweep runs on whole microseconds and millionths of a GPU.
+_MICRO = 1_000_000
+
+
+def job_intervals_sql(ctx: TraceContext, groups: Sequence[str]) -> str:
+    """A query on the catalog: the input of the sweep, one row per job that holds GPUs
+    (`allocated_jobs_where`). Columns: the `groups` columns, `start_us` and `end_us` (Unix
+    microseconds; `end_us` NULL: held to the end) and `gpus_micro` (GPUs requested in millionths)."""
+    return f"""SELECT {_select_groups(groups)}epoch_us(start_time) AS start_us, epoch_us(end_time) AS end_us,
+                      CAST(round(num_gpus * {_MICRO}) AS BIGINT) AS gpus_micro
+               FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)}"""
+
+
+def allocation_partials_sql(intervals: str, groups: Sequence[str], lo_us: int, hi_us: int, resolution_us: int) -> str:
+    """The sweep's partial results per group and bin k ([k * resolution_us, (k+1) * resolution_us)
+    of Unix microseconds), over `intervals` (`job_intervals_sql` rows) inside the window
+    [lo_us, hi_us]: SQL written once (DuckDB's dialect; `ddlx.analysis.engines` runs it on Spark).
+
+    Changes before the window count at its start; changes after it are left out. Rows: the `groups`
+    columns, `k`, `delta` (the net change of allocated GPUs in the bin, millionths of a GPU),
+    `moment` (the sum over the bin's changes of change x microseconds from it to the bin's end
+    inside the window), `peak_level` (the largest running sum of changes within the bin, at a change
+    before hi_us; NULL if none) and `first_us` (its first change). Every column is a sum, maximum or
+    minimum of whole numbers over the changes of one bin, grouped by bin: the result does not
+    depend on how the input is partitioned. `merge_allocation_partials` carries the level across
+    bins."""
+    g = _select_groups(groups)
+    partition = ", ".join([*groups, "k"])
+    return f"""
+WITH events AS (
+    SELECT {g}GREATEST(start_us, {lo_us}) AS t_us, gpus_micro AS d FROM {intervals} WHERE start_us <= {hi_us}
+    UNION ALL
+    SELECT {g}GREATEST(end_us, {lo_us}) AS t_us, -gpus_micro AS d FROM {intervals}
+    WHERE end_us IS NOT NULL AND end_us <= {hi_us}),
+changes AS (SELECT {g}t_us, CAST(SUM(d) AS BIGINT) AS d FROM events GROUP BY {g}t_us),
+binned AS (SELECT *, t_us // {resolution_us} AS k FROM changes),
+levels AS (
+    SELECT *, CAST(SUM(d) OVER (PARTITION BY {partition} ORDER BY t_us
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS level
+    FROM binned)
+SELECT {g}k, CAST(SUM(d) AS BIGINT) AS delta,
+       SUM(CAST(d AS DECIMAL(38, 0)) * (LEAST((k + 1) * {resolution_us}, {hi_us}) - t_us)) AS moment,
+       MAX(CASE WHEN t_us < {hi_us} THEN level END) AS peak_level, MIN(t_us) AS first_us
+FROM levels GROUP BY {g}k"""
+
+
+def merge_allocation_partials(ctx: TraceContext, partials: str, keys: str, groups: Sequence[str],
+                              resolution_s: int, window: Window) -> str:
+    """A FROM item: allocated GPUs per group and bin of the window from the sweep's `partials`
+    (`allocation_partials_sql` rows, merged) for every group of `keys` (a FROM item of the `groups`
+    columns). The level at a bin's start is the sum of the deltas of the bins before it (the sweep's
+    state carried across bins); the GPU-seconds in the bin are that level x its span plus its
+    moment, exactly (whole numbers); the peak is the largest level the bin holds for any time.
+    Rows: the `groups` columns, `k`, `a` (seconds from the window start to the bin's start),
+    `covered_s`, `mean_gpus`, `peak_gpus`."""
+    res, res_us = _double(resolution_s), resolution_s * _MICRO
+    lo_us, hi_us = round(window.lo * _MICRO), round(window.hi * _MICRO)
+    first_k, end_k = lo_us // res_us, -(-hi_us // res_us)
+    partition = f"PARTITION BY {', '.join(groups)} " if groups else ""
+    return f"""(
+WITH {window.cte()},
+bins AS (
+    SELECT k, greatest(k * {res}, lo) - lo AS a, least((k + 1) * {res}, hi) - lo AS b,
+           greatest(k * {res_us}, {lo_us}) AS a_us, least((k + 1) * {res_us}, {hi_us}) AS b_us
+    FROM win, range({first_k}, {end_k}) AS r(k)),
+joined AS (
+    SELECT {_select_groups(groups, 'keys')}bins.*, p.delta, p.moment, p.peak_level, p.first_us
+    FROM (SELECT * FROM {keys}) AS keys CROSS JOIN bins
+    LEFT JOIN {partials} AS p ON {_same_groups('keys', 'p', groups)} AND p.k = bins.k),
+carried AS (
+    SELECT *, coalesce(sum(delta) OVER ({partition}ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                       0) AS start_level
+    FROM joined)
+SELECT {_select_groups(groups)}k, a, b - a AS covered_s,
+       CAST(start_level * (b_us - a_us) + coalesce(moment, 0) AS DOUBLE) / {_MICRO} / nullif(b_us - a_us, 0)
+           AS mean_gpus,
+       CAST(greatest(CASE WHEN first_us IS NULL OR first_us > a_us THEN start_level END,
+                     start_level + peak_level) AS DOUBLE) / {_MICRO} AS peak_gpus
+FROM carried)"""
+
+
+def allocation_bins(ctx: TraceContext, groups: Sequence[str], resolution_s: int, window: Window,
+                    engine: Engine | None = None) -> pl.DataFrame:
+    """Allocated GPUs per group and bin (`merge_allocation_partials` columns), the sweep's partials
+    computed on `engine` (default: DuckDB on the catalog's connection) and merged here."""
+    from ddlx.analysis.engines import DuckDBEngine
+
+    lo_us, hi_us = round(window.lo * _MICRO), round(window.hi * _MICRO)
+    own = engine is None
+    engine = DuckDBEngine(ctx.con) if engine is None else engine
+    name = "ddlx_job_intervals_" + ("_".join(groups) or "all")
+    try:
+        engine.register_local(name, ctx.con, job_intervals_sql(ctx, groups))
+        parts = engine.query(allocation_partials_sql(name, groups, lo_us, hi_us, resolution_s * _MICRO),
+                             "allocation sweep")
+    finally:
+        if own:
+            engine.close()
+    keys = (f"(SELECT DISTINCT {', '.join(groups)} FROM ({job_intervals_sql(ctx, groups)}))" if groups
+            else "(SELECT 1 AS all_jobs)")
+    with registered(ctx, parts, "partials") as partials:
+        merged = merge_allocation_partials(ctx, partials, keys, groups, resolution_s, window)
+        return ctx.query(f"SELECT * FROM {merged}")
+
+
+# ---------------------------------------------------------------------------------------------
 # Allocated GPUs over time
 # ---------------------------------------------------------------------------------------------
 
@@ -287,7 +404,7 @@ def fitting_resolution(ctx: TraceContext, groups: Sequence[str], resolution_s: i
 
 def allocation_series(ctx: TraceContext, groups: Sequence[str] = ("cluster",),
                       resolution_s: int = DEFAULT_RESOLUTION_S, with_capacity: bool = True,
-                      window: Window | None = None, steps: str | None = None) -> pl.DataFrame:
+                      window: Window | None = None, engine: Engine | None = None) -> pl.DataFrame:
     """Allocated GPUs per time bin and group (definitions `utilization.allocated_gpus_binned`,
     `utilization.allocated_share_of_capacity`).
 
@@ -295,14 +412,16 @@ def allocation_series(ctx: TraceContext, groups: Sequence[str] = ("cluster",),
     (TIMESTAMPTZ, aligned on multiples of `resolution_s` from the epoch), `covered_s` (seconds
     of the bin inside the observation window), `mean_gpus`, `peak_gpus`, and against the
     preferred capacity source `capacity_gpus`, `mean_share`, `peak_share` (NULL without one).
-    Groups are those with a GPU job that started; each has every bin of the window. `window`
-    and `steps` (a `materialized_steps` table of the same groups) are computed when not given.
+    Groups are those with a GPU job that started; each has every bin of the window. `window` is
+    computed when not given; the sweep runs on `engine` (`allocation_bins`).
     """
     window = window or observation_window(ctx)
     if window is None:
         return _empty_series(groups)
-    sql = allocation_series_sql(ctx, groups, resolution_s, window, steps, with_capacity)
-    return ctx.query(f"SELECT * FROM {sql} ORDER BY {', '.join([*groups, 'bin_start'])}")
+    bins = allocation_bins(ctx, groups, resolution_s, window, engine)
+    with registered(ctx, bins, "bins") as binned:
+        sql = allocation_series_sql(ctx, groups, resolution_s, window, binned, with_capacity)
+        return ctx.query(f"SELECT * FROM {sql} ORDER BY {', '.join([*groups, 'bin_start'])}")
 
 
 def _empty_series(groups: Sequence[str]) -> pl.DataFrame:
@@ -312,37 +431,18 @@ def _empty_series(groups: Sequence[str]) -> pl.DataFrame:
 
 
 def allocation_series_sql(ctx: TraceContext, groups: Sequence[str], resolution_s: int, window: Window,
-                          steps: str | None = None, with_capacity: bool = True) -> str:
-    """The query of `allocation_series` as a FROM item (unordered)."""
+                          binned: str, with_capacity: bool = True) -> str:
+    """The query of `allocation_series` as a FROM item (unordered), over `binned` (the
+    `allocation_bins` of the same groups, window and resolution)."""
     res = _double(resolution_s)
     source = preferred_capacity_source(ctx) if with_capacity else None
     return f"""(
 WITH {window.cte()},
-{_steps_cte(ctx, groups, window, steps)},
 {_capacity_cte(ctx, groups, [source] if source else [])},
-keys AS ({_keys_sql(groups)}),
-bins AS (
-    SELECT k, greatest(k * {res}, lo) - lo AS a, least((k + 1) * {res}, hi) - lo AS b
-    FROM win, range(CAST(floor(lo / {res}) AS BIGINT), CAST(ceil(hi / {res}) AS BIGINT)) AS r(k)),
-grid AS (SELECT * FROM keys, bins),
-at_start AS (
-    SELECT grid.*, coalesce(s.gpus, 0) AS gpus_at_start, {_integral_sql('grid.a')} AS gs_start
-    FROM grid ASOF LEFT JOIN steps s ON {_same_groups('grid', 's', groups)} AND s.x <= grid.a),
-at_end AS (
-    SELECT at_start.*, {_integral_sql('at_start.b')} AS gs_end
-    FROM at_start ASOF LEFT JOIN steps s ON {_same_groups('at_start', 's', groups)} AND s.x <= at_start.b),
-inside AS (
-    SELECT {_select_groups(groups)}CAST(floor(ts / {res}) AS BIGINT) AS k, max(gpus) AS peak
-    FROM steps, win WHERE x < hi - lo GROUP BY ALL),
-binned AS (
-    SELECT {_select_groups(groups, 'e')}e.k, e.a, e.b - e.a AS covered_s,
-           (e.gs_end - e.gs_start) / nullif(e.b - e.a, 0) AS mean_gpus,
-           greatest(e.gpus_at_start, i.peak) AS peak_gpus
-    FROM at_end e LEFT JOIN inside i ON {_same_groups('e', 'i', groups)} AND e.k = i.k),
 with_capacity AS (
     SELECT {_select_groups(groups, 'b')}to_timestamp(b.k * {res}) AS bin_start, b.covered_s, b.mean_gpus,
            b.peak_gpus, CASE WHEN b.a < c.b THEN c.capacity END AS capacity_gpus
-    FROM binned b ASOF LEFT JOIN cap c ON {_same_groups('b', 'c', groups)} AND c.a <= b.a)
+    FROM {binned} b ASOF LEFT JOIN cap c ON {_same_groups('b', 'c', groups)} AND c.a <= b.a)
 SELECT *, mean_gpus / capacity_gpus AS mean_share, peak_gpus / capacity_gpus AS peak_share
 FROM with_capacity)"""
 
@@ -404,7 +504,7 @@ ORDER BY {_select_groups(groups, 't')}capacity_source""")
 
 
 def hour_of_week_profile(ctx: TraceContext, groups: Sequence[str] = ("cluster",), window: Window | None = None,
-                         steps: str | None = None, hourly: pl.DataFrame | None = None) -> pl.DataFrame:
+                         hourly: pl.DataFrame | None = None, engine: Engine | None = None) -> pl.DataFrame:
     """Mean allocated GPUs per local hour of the week and group (`utilization.allocated_hour_of_week`).
 
     Rows: the `groups` columns, `hour_of_week` (0 = Monday 00:00 local), `weekday` (Monday...),
@@ -415,7 +515,7 @@ def hour_of_week_profile(ctx: TraceContext, groups: Sequence[str] = ("cluster",)
         window = window or observation_window(ctx)
         if window is None:
             return pl.DataFrame()
-        hourly = allocation_series(ctx, groups, 3600, with_capacity=False, window=window, steps=steps)
+        hourly = allocation_series(ctx, groups, 3600, with_capacity=False, window=window, engine=engine)
     local = local_time_sql(ctx, "to_timestamp(bin_start_s)")
     # Times cross as Unix seconds: DuckDB fails on zone-aware times registered from polars.
     bins = hourly.select(*groups, pl.col("bin_start").dt.epoch("s").alias("bin_start_s"), "covered_s", "mean_gpus")
@@ -481,21 +581,25 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
             "the submissions)")
     dimensions = [d for d in ("vc", "gpu_type") if started[d]]
     clusters = ctx.one_row(f"SELECT count(DISTINCT cluster) AS n FROM {ctx.jobs}")["n"]
-    with materialized_steps(ctx, ("cluster",), window) as steps:
-        series, step = _series(ctx, result, ("cluster",), resolution, window, steps, series_defs, max_rows)
-        per_cluster = allocation_vs_capacity(ctx, ("cluster",), window, steps)
-        if not ctx.has_wall_clock:
-            result.skip("allocated GPUs by hour of the week", NO_WALL_CLOCK)
-        else:
-            hourly = series if step == 3600 else None
-            result.add("allocation_hour_of_week", hour_of_week_profile(ctx, ("cluster",), window, steps, hourly),
-                       ("utilization.allocated_hour_of_week",), f"an hour of the week ({ctx.local_tz}) of one cluster")
+    engine = ctx.engine()
+    series, step = _series(ctx, result, ("cluster",), resolution, window, engine, series_defs, max_rows)
+    if not ctx.has_wall_clock:
+        result.skip("allocated GPUs by hour of the week", NO_WALL_CLOCK)
+    else:
+        hourly = series if step == 3600 else None
+        result.add("allocation_hour_of_week", hour_of_week_profile(ctx, ("cluster",), window, hourly, engine),
+                   ("utilization.allocated_hour_of_week",), f"an hour of the week ({ctx.local_tz}) of one cluster")
     for dimension in ("vc", "gpu_type"):
         if dimension in dimensions:
-            with materialized_steps(ctx, ("cluster", dimension), window) as steps:
-                _series(ctx, result, ("cluster", dimension), resolution, window, steps, series_defs, max_rows)
+            _series(ctx, result, ("cluster", dimension), resolution, window, engine, series_defs, max_rows)
         else:
-            result.skip(f"allocated GPUs per {dimension}", f"no GPU job of the trace that started has a {dimension}")
+            result.skip(f"allocated GPUs per {dimension}",
+                        f"no GPU job of the trace that started has a {dimension}")
+    provenance = engine.provenance(f"catalog jobs ({started['jobs']:,} started GPU jobs)")
+    result.add("reduction", pl.DataFrame([provenance.as_dict()]), ("engine.reduction",),
+               "the engine the allocation sweep ran on")
+    with materialized_steps(ctx, ("cluster",), window) as steps:
+        per_cluster = allocation_vs_capacity(ctx, ("cluster",), window, steps)
 
     whole, table = per_cluster, per_cluster
     if clusters > 1:
@@ -584,14 +688,14 @@ def _held_open(ctx: TraceContext, window: Window, source: str | None, jobs: int)
 
 
 def _series(ctx: TraceContext, result: ModuleResult, groups: tuple[str, ...], resolution: int, window: Window,
-            steps: str | None, defs: tuple[str, ...], max_rows: int) -> tuple[pl.DataFrame, int]:
+            engine: Engine, defs: tuple[str, ...], max_rows: int) -> tuple[pl.DataFrame, int]:
     """Add the allocation series of `groups`, coarsened (and said so) when it would exceed
     `max_rows` rows; returns it and its step."""
     name = f"allocation_by_{groups[-1]}"
     step = fitting_resolution(ctx, groups, resolution, window, max_rows)
     if step != resolution:
         result.skip(f"{name} at {resolution} s", f"it would exceed {max_rows:,} rows; written at {step} s")
-    frame = result.add(name, allocation_series(ctx, groups, step, window=window, steps=steps), defs,
+    frame = result.add(name, allocation_series(ctx, groups, step, window=window, engine=engine), defs,
                        f"a {step} s time bin of one {' and '.join(groups)}")
     return frame, step
 

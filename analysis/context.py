@@ -65,6 +65,18 @@ class TraceContext:
     options: dict[str, Any] = field(default_factory=dict)
     #: Closes the connection and lets go of the store versions it holds (`catalog.reading`).
     held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
+    #: The reduction engine, once a module asked for it (`engine`).
+    _engine: Any = field(default=None, repr=False)
+
+    def engine(self) -> Any:
+        """The engine the reductions run on (`ddlx.analysis.engines.engine_for` of `options`): DuckDB
+        on this connection by default. Opened at the first call and shared by every module of the
+        run (one Spark session), closed with the context."""
+        if self._engine is None:
+            from ddlx.analysis.engines import engine_for
+
+            self._engine = engine_for(self.options, self.con)
+        return self._engine
 
     @property
     def jobs(self) -> str:
@@ -136,8 +148,13 @@ class TraceContext:
         return self.query(sql).to_dicts()[0]
 
     def close(self) -> None:
-        self.con.close()
-        self.held.close()
+        try:
+            if self._engine is not None:
+                self._engine.close()
+                self._engine = None
+        finally:
+            self.con.close()
+            self.held.close()
 
     def __enter__(self) -> "TraceContext":
         return self

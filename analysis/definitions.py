@@ -98,6 +98,34 @@ STATISTICS_DEFINITIONS = (
 )
 
 
+#: Where a module's heavy reduction ran (`ddlx.analysis.engines`).
+ENGINE_DEFINITIONS = (
+    Definition(
+        "engine.reduction", "Where a reduction ran", "engine, location, partitions",
+        "The part of a module that grows with the data runs as SQL written once, on an engine: "
+        "embedded DuckDB on the catalog (the default) or, with --engine spark, Spark SQL over the "
+        "module's input sent to it (the catalog's jobs, in the given number of partitions). Its "
+        "partial results are grouped by their keys and merge exactly (whole numbers: counts, sums in "
+        "microseconds and millionths of a GPU, maxima, minima), so they do not depend on the "
+        "partitioning: the allocation sweep per group and time bin (utilization.allocated_gpus_binned), "
+        "and the jobs per group and distinct run time, from which every run-time quantile, CDF and "
+        "Kaplan-Meier figure follows exactly (durations.*). The rest runs locally on the merged "
+        "tables, and both engines give the same tables. location: what was read; partitions: the "
+        "most partitions the engine read an input in (1 on DuckDB). GPU telemetry: telemetry.reduction.",
+    ),
+    Definition(
+        "engine.stored", "A reduced table stored in the catalog", "tables",
+        "A table of an analysis module kept as a table of the dataset (<dataset>_<name>) by ddlx "
+        "datasets reduce, exactly as the module computed it. <dataset>_reductions has one row per "
+        "stored table: table, module, module_table, rows, engine, location and partitions of the "
+        "reduction it came from (engine.reduction, telemetry.reduction), the definitions of its "
+        "columns, the options of the run, when it was reduced (UTC) and the ddlx version. A later "
+        "ingest or import of the dataset drops the stored tables; telemetry imported after the "
+        "reduce is not in them (compare reduced_at).",
+    ),
+)
+
+
 def _declared() -> tuple[tuple[Definition, ...], list[tuple[str, dict[str, str]]]]:
     """Every declared definition (core, analysis modules, trace folders, the papers of traces read
     through an import preset) and each trace's (and the importer's) derivations as (label,
@@ -107,7 +135,8 @@ def _declared() -> tuple[tuple[Definition, ...], list[tuple[str, dict[str, str]]
     from ddlx.datasets.importers import reproduce as imported
     from ddlx.datasets.traces import OPTIONAL_PARTS, trace_parts
 
-    declared = CORE_DEFINITIONS + STATISTICS_DEFINITIONS + tuple(d for name in MODULES for d in load(name).DEFINITIONS)
+    declared = CORE_DEFINITIONS + STATISTICS_DEFINITIONS + ENGINE_DEFINITIONS
+    declared += tuple(d for name in MODULES for d in load(name).DEFINITIONS)
     for part in OPTIONAL_PARTS:
         declared += tuple(d for _, module in trace_parts(part) for d in getattr(module, "DEFINITIONS", ()))
     declared += imported.DEFINITIONS  # the published figures of traces read through an import preset

@@ -11,8 +11,10 @@ Python loops over jobs or times.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -29,6 +31,9 @@ from ddlx.analysis.sql import (
     sort_buckets,
     trace_end_sql,
 )
+
+if TYPE_CHECKING:
+    from ddlx.analysis.engines import Engine
 
 DEFINITIONS: tuple[Definition, ...] = (
     Definition(
@@ -68,6 +73,9 @@ DEFINITIONS: tuple[Definition, ...] = (
 )
 
 ALL = "all"
+
+#: The tables `ddlx datasets reduce` stores into the catalog (module table -> catalog table suffix).
+CATALOG_TABLES = {"run_time_by_gpu_bucket": "run_time_by_gpu_bucket", "run_time_by_state": "run_time_by_state"}
 #: Run times (s) at which survival is reported: 1 min, 10 min, 1 h, 6 h, 1 day, 1 week, 30 days.
 SURVIVAL_TIMES_S: tuple[float, ...] = (60.0, 600.0, 3600.0, 6 * 3600.0, 86400.0, 7 * 86400.0, 30 * 86400.0)
 #: Slack when comparing an estimated CDF (a product of floats) with a probability.
@@ -106,8 +114,62 @@ def _all_first(frame: pl.DataFrame, column: str = "gpu_bucket") -> pl.DataFrame:
     return pl.concat([frame.filter(pl.col(column) == ALL), sort_buckets(frame.filter(pl.col(column) != ALL), column)])
 
 
-def _bucket_curves_ctes(ctx: TraceContext, trace_end_s: float | None) -> str:
-    """CTEs for the GPU-bucket curves ('all' included):
+def bucket_counts_sql(observations: str) -> str:
+    """The run-time reduction per GPU bucket, over `observations` (`observations_sql` rows): per
+    bucket (and over all jobs, 'all') and distinct observed time (NULL for untimed jobs), the jobs
+    that ended there (`finished_n`), those censored there (`censored_n`) and all (`all_n`). Counts
+    of distinct values merge by addition, so every quantile, CDF and Kaplan-Meier figure is exact
+    from them; SQL written once (DuckDB's dialect; `ddlx.analysis.engines` runs it on Spark)."""
+    return f"""
+        SELECT CASE WHEN grouping(gpu_bucket) = 1 THEN '{ALL}' ELSE gpu_bucket END AS gpu_bucket, time_s,
+               count(*) FILTER (WHERE finished) AS finished_n,
+               count(*) FILTER (WHERE NOT finished) AS censored_n, count(*) AS all_n
+        FROM {observations} GROUP BY GROUPING SETS ((gpu_bucket, time_s), (time_s))"""
+
+
+def state_counts_sql(observations: str) -> str:
+    """The run-time reduction per final state, over `observations`: per state (`state_key`: '' for
+    NULL), kind of observation (`censored`: false ended, true censored, NULL untimed) and distinct
+    observed time, the jobs (`n`). Written once, as `bucket_counts_sql`."""
+    return f"""
+        SELECT state, coalesce(state, '') AS state_key, NOT finished AS censored, time_s, count(*) AS n
+        FROM {observations} GROUP BY state, finished, time_s"""
+
+
+@dataclass(frozen=True)
+class RunTimeCounts:
+    """The run-time reduction's two count tables as FROM items (`bucket_counts_sql`,
+    `state_counts_sql`)."""
+
+    by_bucket: str
+    by_state: str
+
+    @classmethod
+    def inline(cls, ctx: TraceContext, trace_end_s: float | None) -> "RunTimeCounts":
+        """The counts as subqueries of the catalog's jobs (computed where they are read)."""
+        observations = observations_sql(ctx, trace_end_s)
+        return cls(f"({bucket_counts_sql(observations)})", f"({state_counts_sql(observations)})")
+
+
+@contextmanager
+def reduced_counts(ctx: TraceContext, trace_end_s: float | None, engine: Engine) -> Iterator[RunTimeCounts]:
+    """The run-time counts reduced once on `engine` from the catalog's jobs, as tables of the
+    catalog's connection for the duration of the block."""
+    stem = "ddlx_run_time_"
+    engine.register_local(f"{stem}observations", ctx.con, observations_sql(ctx, trace_end_s))
+    tables = {f"{stem}by_bucket": engine.query(bucket_counts_sql(f"{stem}observations"), "run-time counts"),
+              f"{stem}by_state": engine.query(state_counts_sql(f"{stem}observations"), "run-time counts")}
+    for name, table in tables.items():
+        ctx.con.register(name, table)
+    try:
+        yield RunTimeCounts(f"{stem}by_bucket", f"{stem}by_state")
+    finally:
+        for name in tables:
+            ctx.con.unregister(name)
+
+
+def _bucket_curves_ctes(counts: RunTimeCounts) -> str:
+    """CTEs for the GPU-bucket curves ('all' included), from `counts.by_bucket`:
 
     - `steps`: per bucket and distinct observed time (NULL for untimed jobs): `finished_n`,
       `censored_n`, `all_n`;
@@ -117,11 +179,7 @@ def _bucket_curves_ctes(ctx: TraceContext, trace_end_s: float | None) -> str:
       below it), `cdf_km` (1 - Kaplan-Meier survival) and `cdf_km_reach` (with slack).
     """
     return f"""
-        steps AS MATERIALIZED (
-            SELECT CASE WHEN grouping(gpu_bucket) = 1 THEN '{ALL}' ELSE gpu_bucket END AS gpu_bucket, time_s,
-                   count(*) FILTER (WHERE finished) AS finished_n,
-                   count(*) FILTER (WHERE NOT finished) AS censored_n, count(*) AS all_n
-            FROM {observations_sql(ctx, trace_end_s)} GROUP BY GROUPING SETS ((gpu_bucket, time_s), (time_s))),
+        steps AS (SELECT * FROM {counts.by_bucket}),
         groups AS (
             SELECT gpu_bucket, sum(all_n)::BIGINT AS jobs, sum(finished_n)::BIGINT AS finished_jobs,
                    sum(censored_n)::BIGINT AS censored_jobs,
@@ -144,9 +202,9 @@ def _bucket_curves_ctes(ctx: TraceContext, trace_end_s: float | None) -> str:
             FROM curve WHERE finished_n > 0)"""
 
 
-def _bucket_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilities: Sequence[float]) -> pl.DataFrame:
+def _bucket_cdf_query(ctx: TraceContext, counts: RunTimeCounts, probabilities: Sequence[float]) -> pl.DataFrame:
     return ctx.query(f"""
-        WITH {_bucket_curves_ctes(ctx, trace_end_s)},
+        WITH {_bucket_curves_ctes(counts)},
         probs AS (SELECT *, unnest({double_list_sql(probabilities)}) AS probability FROM groups),
         plain AS ({quantiles_from_counts_sql(
             "probs", "(SELECT gpu_bucket, time_s, finished_cum AS cum FROM events)", ("gpu_bucket",),
@@ -166,7 +224,7 @@ def run_time_cdf_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = No
     next to `run_s_km`, the
     Kaplan-Meier quantile (durations.kaplan_meier_runtime) that also uses the `censored_jobs`
     (NULL where the estimate never reaches the probability)."""
-    return _bucket_cdf(_bucket_cdf_query(ctx, trace_end_s, probabilities))
+    return _bucket_cdf(_bucket_cdf_query(ctx, RunTimeCounts.inline(ctx, trace_end_s), probabilities))
 
 
 def _bucket_cdf(rows: pl.DataFrame) -> pl.DataFrame:
@@ -180,7 +238,8 @@ def run_time_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = None) 
     """Per GPU bucket and over all ('all'): jobs, finished, censored and untimed jobs, quantiles
     (`p50_s`, ...) and mean of the finished run times (durations.finished_runtime) and Kaplan-Meier
     quantiles (`km_p50_s`, ...; durations.kaplan_meier_runtime), in seconds."""
-    return _bucket_summary(_bucket_cdf_query(ctx, trace_end_s, tuple(SUMMARY_QUANTILES.values())))
+    return _bucket_summary(_bucket_cdf_query(ctx, RunTimeCounts.inline(ctx, trace_end_s),
+                                             tuple(SUMMARY_QUANTILES.values())))
 
 
 def _bucket_summary(cdf: pl.DataFrame) -> pl.DataFrame:
@@ -198,12 +257,13 @@ def _bucket_summary(cdf: pl.DataFrame) -> pl.DataFrame:
 
 
 def survival_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = None,
-                           times_s: Sequence[float] = SURVIVAL_TIMES_S) -> pl.DataFrame:
+                           times_s: Sequence[float] = SURVIVAL_TIMES_S,
+                           counts: RunTimeCounts | None = None) -> pl.DataFrame:
     """Per GPU bucket and over all ('all'), at each run time `run_s` of `times_s`: `survival_km`,
     the Kaplan-Meier share of jobs running longer (durations.kaplan_meier_runtime), and
     `survival_finished`, the plain share of finished jobs that ran longer (durations.finished_runtime)."""
     frame = ctx.query(f"""
-        WITH {_bucket_curves_ctes(ctx, trace_end_s)},
+        WITH {_bucket_curves_ctes(counts or RunTimeCounts.inline(ctx, trace_end_s))},
         grid AS (SELECT gpu_bucket, finished_jobs, unnest({double_list_sql(times_s)}) AS run_s
                  FROM groups WHERE finished_jobs + censored_jobs > 0)
         SELECT g.gpu_bucket, g.run_s, coalesce(1 - e.cdf_km, 1.0) AS survival_km,
@@ -213,15 +273,13 @@ def survival_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = None,
     return _all_first(frame)
 
 
-def _state_cdf_query(ctx: TraceContext, trace_end_s: float | None, probabilities: Sequence[float]) -> pl.DataFrame:
+def _state_cdf_query(ctx: TraceContext, counts: RunTimeCounts, probabilities: Sequence[float]) -> pl.DataFrame:
     """Per final state and kind of observation (`censored` false: finished run times; true: runs so
     far), at each probability: `run_s` (continuous quantile, stat.quantile), `run_s_step` (the
     empirical CDF's, stat.cdf_step) and `jobs` in the curve; plus the
     state's counts (`state_jobs`, `finished_jobs`, `censored_jobs`, `untimed_jobs`) and `mean_s`."""
     return ctx.query(f"""
-        WITH steps AS MATERIALIZED (
-            SELECT state, coalesce(state, '') AS state_key, NOT finished AS censored, time_s, count(*) AS n
-            FROM {observations_sql(ctx, trace_end_s)} GROUP BY ALL),
+        WITH steps AS (SELECT * FROM {counts.by_state}),
         counts AS (
             SELECT state_key, sum(n)::BIGINT AS state_jobs,
                    coalesce(sum(n) FILTER (WHERE NOT censored), 0)::BIGINT AS finished_jobs,
@@ -255,7 +313,7 @@ def run_time_cdf_by_state(ctx: TraceContext, trace_end_s: float | None = None,
     """Per final state, at each probability: the CDF of the finished run times (`censored` false;
     durations.finished_runtime) and, apart, of the runs so far of censored jobs (`censored` true;
     durations.censored_runtime, lower bounds), with the `jobs` in each curve."""
-    return _state_cdf(_state_cdf_query(ctx, trace_end_s, probabilities))
+    return _state_cdf(_state_cdf_query(ctx, RunTimeCounts.inline(ctx, trace_end_s), probabilities))
 
 
 def _state_cdf(frame: pl.DataFrame) -> pl.DataFrame:
@@ -268,7 +326,8 @@ def run_time_by_state(ctx: TraceContext, trace_end_s: float | None = None) -> pl
     """Per final state: jobs, finished, censored and untimed jobs, quantiles and mean of the finished
     run times (s; durations.finished_runtime), and the median run so far of the censored ones
     (`censored_p50_s`; durations.censored_runtime)."""
-    return _state_summary(_state_cdf_query(ctx, trace_end_s, tuple(SUMMARY_QUANTILES.values())))
+    return _state_summary(_state_cdf_query(ctx, RunTimeCounts.inline(ctx, trace_end_s),
+                                           tuple(SUMMARY_QUANTILES.values())))
 
 
 def _state_summary(rows: pl.DataFrame) -> pl.DataFrame:
@@ -299,7 +358,7 @@ def _held_open(ctx: TraceContext, trace_end_s: float | None,
     if not left_out:
         return None
     with ctx.holding_open("job"):
-        summary = _bucket_summary(_bucket_cdf_query(ctx, trace_end_s, probabilities))
+        summary = _bucket_summary(_bucket_cdf_query(ctx, RunTimeCounts.inline(ctx, trace_end_s), probabilities))
     row = summary.filter(pl.col("gpu_bucket") == ALL).row(0, named=True)
     return {"km_p50_s": row["km_p50_s"], "km_p90_s": row["km_p90_s"], "left_out": left_out}
 
@@ -307,24 +366,39 @@ def _held_open(ctx: TraceContext, trace_end_s: float | None,
 def analyze(ctx: TraceContext) -> ModuleResult:
     result = ModuleResult("durations")
     trace_end_s = trace_end_epoch_s(ctx)
+    engine = ctx.engine()
+    with reduced_counts(ctx, trace_end_s, engine) as counts:
+        if not _tables(ctx, result, trace_end_s, counts):
+            return result
+    jobs = ctx.one_row(f"SELECT count(*) AS n FROM {ctx.jobs}")["n"]
+    provenance = engine.provenance(f"catalog jobs ({jobs:,} jobs)")
+    result.add("reduction", pl.DataFrame([provenance.as_dict()]), ("engine.reduction",),
+               "the engine the run-time counts were reduced on")
+    _findings(ctx, result, trace_end_s)
+    return result
+
+
+def _tables(ctx: TraceContext, result: ModuleResult, trace_end_s: float | None, counts: RunTimeCounts) -> bool:
+    """Add the module's tables from the run-time `counts`; False (and why, in `result`) when no
+    job has a run time."""
     probabilities = tuple(sorted(set(CDF_PROBABILITIES) | set(SUMMARY_QUANTILES.values())))
-    bucket_rows = _bucket_cdf_query(ctx, trace_end_s, probabilities)
+    bucket_rows = _bucket_cdf_query(ctx, counts, probabilities)
     overall = bucket_rows.filter(pl.col("gpu_bucket") == ALL).row(0, named=True) if bucket_rows.height else {}
     if not (overall.get("finished_jobs") or overall.get("censored_jobs")):
         result.skip("run-time distributions", "no job of this trace has a run time or a start time")
-        return result
+        return False
     km_defs = ("durations.finished_runtime", "durations.censored_runtime", "durations.kaplan_meier_runtime",
                "gpu_request.bucket")
-    by_bucket = result.add("run_time_by_gpu_bucket", _bucket_summary(bucket_rows), km_defs,
-                           "a GPU bucket, or all jobs (gpu_bucket 'all')")
+    result.add("run_time_by_gpu_bucket", _bucket_summary(bucket_rows), km_defs,
+               "a GPU bucket, or all jobs (gpu_bucket 'all')")
     cdf = _bucket_cdf(bucket_rows.filter(pl.col("probability").is_in(list(CDF_PROBABILITIES))))
     result.add("run_time_cdf_by_gpu_bucket", cdf, km_defs + (CDF_STEP,),
                "a probability of the run-time distribution of a GPU bucket or of all jobs ('all'): the "
                "plain CDF of finished jobs next to the Kaplan-Meier estimate with still-running jobs censored")
-    result.add("run_time_survival_by_gpu_bucket", survival_by_gpu_bucket(ctx, trace_end_s), km_defs,
+    result.add("run_time_survival_by_gpu_bucket", survival_by_gpu_bucket(ctx, trace_end_s, counts=counts), km_defs,
                "a run time of a fixed grid in a GPU bucket or over all jobs ('all'): share of jobs "
                "running longer")
-    state_rows = _state_cdf_query(ctx, trace_end_s, probabilities)
+    state_rows = _state_cdf_query(ctx, counts, probabilities)
     if state_rows["state"].is_not_null().any():
         state_defs = ("durations.finished_runtime", "durations.censored_runtime", "state.canonical")
         result.add("run_time_by_state", _state_summary(state_rows), state_defs, "a final state")
@@ -334,7 +408,13 @@ def analyze(ctx: TraceContext) -> ModuleResult:
                    "false) or for the run so far of jobs still running (censored true)")
     else:
         result.skip("run time by final state", "the trace records no job states")
+    return True
 
+
+def _findings(ctx: TraceContext, result: ModuleResult, trace_end_s: float | None) -> None:
+    """The module's findings, from its `run_time_by_gpu_bucket` table."""
+    probabilities = tuple(sorted(set(CDF_PROBABILITIES) | set(SUMMARY_QUANTILES.values())))
+    by_bucket = result.table("run_time_by_gpu_bucket")
     overall = by_bucket.filter(pl.col("gpu_bucket") == ALL).to_dicts()[0]
     finished, censored = overall["finished_jobs"], overall["censored_jobs"]
     timed = finished + censored
@@ -355,4 +435,3 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     result.add_finding("censored_share", "share of started jobs still running at the trace end",
                        censored / timed, "fraction", "durations.censored_runtime", f"{timed:,} jobs that started",
                        basis=timed)
-    return result

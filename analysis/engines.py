@@ -97,6 +97,22 @@ class DuckDBEngine:
         self.con.register(name, table)
         self._tables.append(name)
 
+    def provenance(self, location: str) -> Provenance:
+        """Where a reduction on this engine read `location`: one partition (DuckDB reads in one pass)."""
+        return Provenance(self.name, location, 1)
+
+    def register_local(self, name: str, con: Any, sql: str) -> int:
+        """Make the result of `sql` on the local connection `con` the input `name`: a view when `con`
+        is this engine's own connection (nothing is copied), else its rows; returns 1 (one partition)."""
+        from ddlx.datasets.sqltext import quote_identifier
+
+        if con is self.con:
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {quote_identifier(name)} AS {sql}")
+            self._views.append(name)
+        else:
+            self.register_arrow(name, con.sql(sql).to_arrow_table())
+        return 1
+
     def query(self, sql: str, stage: str = "query") -> pa.Table:
         import duckdb
 
@@ -134,6 +150,7 @@ class SparkEngine:
         self.conf = dict(conf or {})
         self.partitions = partitions
         self._session: Any = None
+        self._partitions_read = 0
 
     @property
     def session(self) -> Any:
@@ -146,12 +163,14 @@ class SparkEngine:
             builder = (SparkSession.builder.master(self.master).appName("ddlx")
                        .config("spark.sql.session.timeZone", "UTC")
                        .config("spark.ui.enabled", "false")
+                       .config("spark.ui.showConsoleProgress", "false")
                        .config("spark.sql.shuffle.partitions", str(self.partitions or 8))
                        .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
             for key, value in self.conf.items():
                 builder = builder.config(key, value)
             try:
                 self._session = builder.getOrCreate()
+                self._session.sparkContext.setLogLevel("ERROR")
             except Exception as exc:
                 raise EngineError(f"Spark at {self.master} could not start: {first_line(exc)}") from None
         return self._session
@@ -165,12 +184,32 @@ class SparkEngine:
             if self.partitions:
                 frame = frame.repartition(self.partitions)
             frame.createOrReplaceTempView(name)
-            return int(frame.rdd.getNumPartitions())
+            return self._read(frame)
 
-    def register_arrow(self, name: str, table: pa.Table) -> None:
+    def register_arrow(self, name: str, table: pa.Table) -> int:
+        """Send the (small) `table` to Spark as the input `name`, in `partitions` partitions when
+        given; returns the number of partitions."""
         session = self.session
         with _spark_failure(f"Spark could not take the table {name}"):
-            session.createDataFrame(table).createOrReplaceTempView(name)
+            frame = session.createDataFrame(table)
+            if self.partitions:
+                frame = frame.repartition(self.partitions)
+            frame.createOrReplaceTempView(name)
+            return self._read(frame)
+
+    def _read(self, frame: Any) -> int:
+        """The partitions of `frame`, the latest input (what `provenance` gives)."""
+        self._partitions_read = int(frame.rdd.getNumPartitions())
+        return self._partitions_read
+
+    def provenance(self, location: str) -> Provenance:
+        """Where a reduction on this engine read `location`, in the partitions of the latest input."""
+        return Provenance(self.name, location, self._partitions_read)
+
+    def register_local(self, name: str, con: Any, sql: str) -> int:
+        """Send the result of `sql` on the local DuckDB connection `con` to Spark as the input `name`;
+        returns the number of partitions."""
+        return self.register_arrow(name, con.sql(sql).to_arrow_table())
 
     def query(self, sql: str, stage: str = "query") -> pa.Table:
         session = self.session
@@ -203,6 +242,13 @@ def open_engine(name: str, con: Any = None, *, master: str | None = None, conf: 
     if name == "spark":
         return SparkEngine(master or DEFAULT_SPARK_MASTER, conf, partitions)
     raise UsageError(f"--engine: unknown engine {name!r}; expected one of {', '.join(ENGINES)}")
+
+
+def engine_for(options: dict[str, Any], con: Any) -> DuckDBEngine | SparkEngine:
+    """The engine an analysis run asks for (`options`: `engine`, `spark_master`, `spark_conf`,
+    `partitions`): by default DuckDB on the catalog's own connection `con`."""
+    return open_engine(options.get("engine") or "duckdb", con, master=options.get("spark_master"),
+                       conf=options.get("spark_conf"), partitions=options.get("partitions"))
 
 
 #: An engine a reduction runs on.

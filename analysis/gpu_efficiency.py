@@ -40,6 +40,8 @@ IDLE_SM_ACTIVE = 0.05
 #: stays bounded however many there are.
 SLICE_S = 6 * 3600
 SLICE_US = SLICE_S * 1_000_000
+#: The tables `ddlx datasets reduce` stores into the catalog (module table -> catalog table suffix).
+CATALOG_TABLES = {"jobs": "gpu_job_efficiency", "idle_share_by_hour": "gpu_hourly_efficiency"}
 #: Rows of the top tables.
 TOP = 10
 #: Why the module does not apply without telemetry.
@@ -268,7 +270,7 @@ def _prepare(ctx: TraceContext, primary: str, idle: float, engine: Engine | None
                        f"AND time < TIMESTAMPTZ '{_utc((number + 1) * SLICE_US)}')")
             ctx.execute(f"INSERT INTO ge_parts {partials_sql(samples, 'ge_timeline_slices', primary, idle)}")
     else:  # the engine reads the samples where they are, in one pass over all slices
-        engine.register_arrow("ge_timeline_slices", ctx.con.sql("SELECT * FROM ge_timeline_slices").to_arrow_table())
+        engine.register_local("ge_timeline_slices", ctx.con, "SELECT * FROM ge_timeline_slices")
         parts = engine.query(partials_sql("gpu_samples", "ge_timeline_slices", primary, idle), "partials")
         _insert(ctx, "ge_parts", parts)
     ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_gaps AS SELECT host, gpu, field, gap_us, n FROM ge_parts
@@ -335,19 +337,21 @@ def _prepare(ctx: TraceContext, primary: str, idle: float, engine: Engine | None
 
 def _open_engine(ctx: TraceContext) -> tuple[Engine | None, Provenance]:
     """The engine the samples are reduced on (`ctx.options`: `engine`, `spark_master`, `spark_conf`,
-    `partitions`, `samples_location`): None for embedded DuckDB on the dataset's own samples."""
-    from ddlx.analysis.engines import Provenance, open_engine
+    `partitions`, `samples_location`): None for embedded DuckDB on the dataset's own samples (a
+    slice at a time, on the catalog's connection); a DuckDB of its own for other samples; the run's
+    Spark session with --engine spark. The caller closes a DuckDB of its own."""
+    from ddlx.analysis.engines import DuckDBEngine, Provenance
 
     name = ctx.options.get("engine") or "duckdb"
     location = ctx.options.get("samples_location") or ctx.samples_location
     if name == "duckdb" and not ctx.options.get("samples_location"):
         return None, Provenance("duckdb", location or "gpu_samples", 1)
-    engine = open_engine(name, master=ctx.options.get("spark_master"), conf=ctx.options.get("spark_conf"),
-                         partitions=ctx.options.get("partitions"))
+    engine = DuckDBEngine() if name == "duckdb" else ctx.engine()
     try:
         partitions = engine.register_parquet("gpu_samples", location)
     except BaseException:
-        engine.close()
+        if engine.name == "duckdb":
+            engine.close()
         raise
     return engine, Provenance(engine.name, location, partitions)
 
@@ -587,8 +591,8 @@ def data_quality(ctx: TraceContext, engine: Engine | None = None) -> pl.DataFram
         if engine is None:
             ctx.execute(f"INSERT INTO ge_sampled {residual_sql('gpu_samples', 'ge_residual')}")
         else:
-            engine.register_arrow("ge_residual", ctx.con.sql(
-                "SELECT cluster, job_id, host, gpu, start_time, end_time FROM ge_residual").to_arrow_table())
+            engine.register_local("ge_residual", ctx.con,
+                                  "SELECT cluster, job_id, host, gpu, start_time, end_time FROM ge_residual")
             _insert(ctx, "ge_sampled", engine.query(residual_sql("gpu_samples", "ge_residual"), "residual"))
     row = ctx.one_row("""
         WITH named AS (SELECT DISTINCT host FROM ge_alloc
@@ -631,7 +635,7 @@ def analyze(ctx: TraceContext) -> ModuleResult:
         _prepare(ctx, primary, threshold, engine)
         quality_frame = data_quality(ctx, engine)
     finally:
-        if engine is not None:
+        if engine is not None and engine.name == "duckdb":  # a DuckDB of its own; Spark is the run's
             engine.close()
     result.add("reduction", pl.DataFrame([reduction.as_dict()]), ("telemetry.reduction",),
                "where the samples were reduced")

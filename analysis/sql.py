@@ -157,24 +157,29 @@ def trace_end_sql(ctx: TraceContext) -> str:
     return f"(SELECT max(greatest(submit_time, start_time, end_time)) FROM {ctx.jobs})"
 
 
+def allocated_jobs_where(ctx: TraceContext, where: str = "TRUE") -> str:
+    """The condition on `jobs` of a job that holds GPUs (definition `utilization.allocated_gpus`): it
+    started, asked for GPUs, and does not end before its start; one with no end holds its GPUs to
+    the end of the trace, except in traces whose open jobs are unlogged ends
+    (`ctx.holds_open("job")` False), where it is left out. `where` restricts it further."""
+    placed = "" if ctx.holds_open("job") else " AND end_time IS NOT NULL"
+    return (f"start_time IS NOT NULL{placed} AND (end_time IS NULL OR end_time >= start_time) AND num_gpus > 0 "
+            f"AND ({where})")
+
+
 def allocation_events_sql(ctx: TraceContext, groups: Sequence[str] = (), where: str = "TRUE") -> str:
     """A FROM item: the changes of allocated GPUs (definition `utilization.allocated_gpus`).
 
-    Rows: the `groups` columns of `jobs`, `t` (TIMESTAMPTZ) and `delta_gpus`: +num_gpus at a job's
-    start_time, -num_gpus at its end_time. A job that never started adds nothing, nor does one
-    whose end precedes its start; one with no end holds its GPUs to the end of the trace, except
-    in traces whose open jobs are unlogged ends (`ctx.holds_open("job")` False), where it is left
-    out.
+    Rows: the `groups` columns of `jobs`, `t` (TIMESTAMPTZ) and `delta_gpus`: +num_gpus at the
+    start_time of a job that holds GPUs (`allocated_jobs_where`), -num_gpus at its end_time.
     """
     select_groups = "".join(f"{g}, " for g in groups)
-    placed = "" if ctx.holds_open("job") else " AND end_time IS NOT NULL"
-    ordered = "(end_time IS NULL OR end_time >= start_time)"
+    held = allocated_jobs_where(ctx, where)
     return f"""(
-        SELECT {select_groups}start_time AS t, num_gpus AS delta_gpus FROM {ctx.jobs}
-        WHERE start_time IS NOT NULL{placed} AND {ordered} AND num_gpus > 0 AND ({where})
+        SELECT {select_groups}start_time AS t, num_gpus AS delta_gpus FROM {ctx.jobs} WHERE {held}
         UNION ALL
         SELECT {select_groups}end_time AS t, -num_gpus AS delta_gpus FROM {ctx.jobs}
-        WHERE start_time IS NOT NULL AND end_time IS NOT NULL AND {ordered} AND num_gpus > 0 AND ({where}))"""
+        WHERE {held} AND end_time IS NOT NULL)"""
 
 
 def allocation_steps_sql(ctx: TraceContext, groups: Sequence[str] = (), where: str = "TRUE") -> str:

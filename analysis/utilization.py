@@ -27,6 +27,10 @@ from ddlx.datasets.sqltext import sql_string
 #: measured series'.
 DEFINITIONS: tuple[Definition, ...] = allocation.DEFINITIONS
 
+#: The tables `ddlx datasets reduce` stores into the catalog (module table -> catalog table suffix).
+CATALOG_TABLES = {"allocation_by_cluster": "allocation_by_cluster", "allocation_by_vc": "allocation_by_vc",
+                  "allocation_by_gpu_type": "allocation_by_gpu_type"}
+
 
 def series_summary_sql(measure: str, row: str, value: str, source: str) -> str:
     """One row of the `measured_gpu_util` table: the series `measure` (the name in its definition id),

@@ -235,7 +235,7 @@ def datasets_synth(
 
 from ddlx.cli.cluster_synth import synth_cluster_command  # noqa: E402
 from ddlx.cli.importing import datasets_import  # noqa: E402
-from ddlx.cli.telemetry import import_metrics_command  # noqa: E402
+from ddlx.cli.telemetry import import_metrics_command, reduce_command  # noqa: E402
 
 
 @datasets_app.command("export")
@@ -291,6 +291,7 @@ from ddlx.cli.simulate import simulate_command  # noqa: E402
 
 datasets_app.command("import")(datasets_import)
 datasets_app.command("import-metrics")(import_metrics_command)
+datasets_app.command("reduce")(reduce_command)
 datasets_app.command("synth-cluster")(synth_cluster_command)
 app.command("simulate")(simulate_command)
 app.command("reproduce")(reproduce_command)

@@ -36,8 +36,9 @@ Window = Annotated[Optional[str], typer.Option(
     "--window", help="Window of the allocation figures: trace (the whole trace, default) or active (the span "
                      "holding 99 % of the submissions).", show_default=False)]
 Engine = Annotated[Optional[str], typer.Option(
-    "--engine", help="Where the telemetry reduction runs: duckdb (embedded, default) or spark (PySpark; the "
-                     "samples are read where they are).", show_default=False)]
+    "--engine", help="Where the reductions that grow with the data run (telemetry, allocation sweep, run-time "
+                     "counts): duckdb (embedded, default) or spark (PySpark; samples are read where they are).",
+    show_default=False)]
 SparkMaster = Annotated[Optional[str], typer.Option(
     "--spark-master", help="Spark master URL with --engine spark (default local[*]): local[2], "
                            "spark://host:7077, yarn, ...", show_default=False)]
@@ -46,7 +47,8 @@ SamplesLocation = Annotated[Optional[str], typer.Option(
                                "telemetry: a folder, a glob, or with --engine spark an s3a:// path.",
     show_default=False)]
 Partitions = Annotated[Optional[int], typer.Option(
-    "--partitions", help="With --engine spark: partitions to read the samples in (default: Spark's own split).",
+    "--partitions", help="With --engine spark: partitions to read each input in, samples or jobs (default: Spark's "
+                         "own split).",
     min=1, show_default=False)]
 SparkConf = Annotated[Optional[list[str]], typer.Option(
     "--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.hadoop.fs.s3a.endpoint=...",

@@ -1,4 +1,5 @@
-"""`ddlx datasets import-metrics`: GPU telemetry (DCGM exporter samples) beside a dataset."""
+"""`ddlx datasets import-metrics`: GPU telemetry (DCGM exporter samples) beside a dataset; `ddlx datasets
+reduce`: the reductions that grow with the data, kept in the catalog."""
 
 from __future__ import annotations
 
@@ -7,7 +8,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from ddlx.cli.options import DataHome
+from ddlx.cli.options import (
+    DataHome,
+    Engine,
+    Partitions,
+    Resolution,
+    SamplesLocation,
+    SparkConf,
+    SparkMaster,
+    Window,
+    analysis_options,
+    module_names,
+)
 from ddlx.cli.options import data_home as _home
 from ddlx.cli.options import say as _say
 
@@ -67,3 +79,36 @@ def import_metrics_command(
     for warning in result.warnings[:5]:
         typer.echo(f"  Prometheus warning: {warning}")
     typer.echo(f"findings recorded in: {result.quality_path}")
+
+
+def reduce_command(
+    name: Annotated[str, typer.Argument(help="A dataset of the catalog.")],
+    module: Annotated[Optional[list[str]], typer.Option(
+        "--module", "-m", help="Reduce only these modules (repeat, or separate with commas): gpu_efficiency, "
+                               "utilization, durations (default: all three).", show_default=False)] = None,
+    resolution: Resolution = None,
+    window: Window = None,
+    engine: Engine = None,
+    spark_master: SparkMaster = None,
+    samples_location: SamplesLocation = None,
+    partitions: Partitions = None,
+    spark_conf: SparkConf = None,
+    data_home: DataHome = None,
+) -> None:
+    """Run the reductions that grow with the data (on DuckDB, or Spark with --engine spark) and keep
+    their tables in the catalog as <name>_..., with their provenance in <name>_reductions."""
+    import polars as pl
+
+    from ddlx.analysis.stored import reduce_into_catalog
+    from ddlx.reports.text import format_table
+
+    options = analysis_options(resolution, window, engine, spark_master, samples_location, partitions, spark_conf)
+    chosen = module_names(module) if module else None
+    stored = reduce_into_catalog(_home(data_home), name, chosen, options, progress=_say)
+    if not stored:
+        typer.echo(f"{name}: no reduction applies (no telemetry, no started job); the catalog is unchanged")
+        return
+    typer.echo(format_table(pl.DataFrame([{"table": s.table, "rows": s.rows, "module": s.module, "engine": s.engine,
+                              "partitions": s.partitions, "location": s.location} for s in stored])))
+    typer.echo(f"\nstored in the catalog with their provenance in {name}_reductions "
+               f"(ddlx sql 'SELECT * FROM \"{name}_reductions\"')")

@@ -329,7 +329,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         con.close()
-    version = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    version = _new_version()
     manifest = {
         "trace": adapter.name,
         "title": adapter.title or (adapter.info.title if adapter.info else adapter.name),
@@ -350,28 +350,83 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
     shutil.rmtree(staging / "tmp", ignore_errors=True)
     shutil.rmtree(staging / "spill", ignore_errors=True)
+    final_dir = _commit_version(home, root, staging, previous, registrations, present, synthetic, manifest)
+    return IngestResult(adapter.name, final_dir, rows, skipped=False, synthetic=synthetic)
+
+
+def _new_version() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+def _commit_version(home: Path, root: Path, staging: Path, previous: catalog.Registration | None,
+                    registrations: dict[str, catalog.Registration], tables: list[str], synthetic: bool,
+                    manifest: dict[str, Any]) -> Path:
+    """Make the finished `staging` folder the dataset's new store version (`manifest["version"]`)
+    and swap in a catalog naming it: flushed first, the previous version retired only once the new
+    catalog is in place. Call with the ingest lock held; returns the version folder."""
     store.mark_pending(staging)
     fsync_tree(staging)  # a full disk surfaces here, before anything is replaced
-    final_dir = root / version
+    final_dir = root / manifest["version"]
     os.replace(staging, final_dir)
     registration = catalog.Registration(
-        trace=adapter.name, version=version, store_dir=final_dir, tables=present,
+        trace=manifest["trace"], version=manifest["version"], store_dir=final_dir, tables=tables,
         synthetic=synthetic, ingested_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         ddlx_version=__version__, manifest=manifest,
     )
     superseded = (previous is not None and previous.store_dir != final_dir
                   and store.mark_retired(home, previous.store_dir))
     try:
-        catalog.write_catalog(home, {**registrations, adapter.name: registration})
+        catalog.write_catalog(home, {**registrations, registration.trace: registration})
     except BaseException:
         shutil.rmtree(final_dir, ignore_errors=True)
-        if superseded:
+        if superseded and previous is not None:
             store.unmark_retired(previous.store_dir)
         raise
     store.mark_committed(final_dir)
-    if superseded:
+    if superseded and previous is not None:
         store.delete_retired(previous.store_dir)  # kept while a reader still holds it
-    return IngestResult(adapter.name, final_dir, rows, skipped=False, synthetic=synthetic)
+    return final_dir
+
+
+def store_derived_tables(home: Path, dataset: str, tables: dict[str, Any], provenance: dict[str, Any]) -> Path:
+    """Store `tables` (name -> Arrow table; names must start with `<dataset>_`) as tables of the
+    dataset `dataset` in the catalog, beside its own, replacing tables of the same names; the
+    manifest's `derived` entry records `provenance` for each. A new store version of the dataset is
+    built (its other tables carried over by hard link) and swapped in as an ingest is, so a failure
+    leaves the catalog as it was. A later ingest of the dataset drops them (they were derived from
+    what it replaces). Returns the new version folder."""
+    import pyarrow.parquet as pq
+
+    bad = [name for name in tables if not name.startswith(f"{dataset}_")]
+    if bad:
+        raise UnknownDatasetError(f"a table derived from {dataset} must be named {dataset}_..., not {bad[0]}")
+    with _ingest_lock(home):
+        registrations = catalog.read_registrations(home)
+        previous = registrations.get(dataset)
+        if previous is None:
+            raise UnknownDatasetError(f"no dataset named {dataset!r} in {home}; ingest or import it first")
+        store.collect(home, [reg.store_dir for reg in registrations.values()])
+        root = store_dir(home, dataset)
+        staging = root / f".staging-{uuid.uuid4().hex[:12]}"
+        views = previous.manifest.get("views", {})
+        try:
+            with storage_errors(staging.parent, f"storing tables derived from {dataset}", (OSError, MemoryError)):
+                staging.mkdir(parents=True)
+                kept = [t for t in previous.tables if t not in tables]
+                for table in kept:
+                    if table not in views:
+                        _link_or_copy(previous.parquet_path(table), staging / f"{table}.parquet")
+                for name, table in tables.items():
+                    pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
+                manifest = {**previous.manifest, "version": _new_version(),
+                            "rows": {**previous.manifest.get("rows", {}), **{n: t.num_rows for n, t in tables.items()}},
+                            "derived": {**previous.manifest.get("derived", {}),
+                                        **{name: provenance for name in tables}}}
+                (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
+                return _commit_version(home, root, staging, previous, registrations, [*kept, *tables],
+                                       previous.synthetic, manifest)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _link_or_copy(source: Path, dest: Path) -> None:

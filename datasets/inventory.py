@@ -9,11 +9,19 @@ import polars as pl
 
 
 def tables_frame(manifest: dict[str, Any]) -> pl.DataFrame:
-    """One row per stored table: rows, rejected rows, and whether it was read or derived."""
-    inputs = manifest.get("inputs", {})
+    """One row per stored table: rows, rejected rows, and whether it was read, derived at ingest, or
+    stored by `ddlx datasets reduce` (with when)."""
+    inputs, reduced = manifest.get("inputs", {}), manifest.get("derived", {})
+
+    def origin(table: str) -> str:
+        if table in inputs:
+            return f"{len(inputs[table].get('files', []))} file(s)"
+        if table in reduced:
+            return f"(reduced {reduced[table].get('reduced_at', '')})"
+        return "(derived)"
+
     return pl.DataFrame([
-        {"table": table, "rows": rows, "rejected": inputs.get(table, {}).get("rejected_rows"),
-         "from": f"{len(inputs[table].get('files', []))} file(s)" if table in inputs else "(derived)"}
+        {"table": table, "rows": rows, "rejected": inputs.get(table, {}).get("rejected_rows"), "from": origin(table)}
         for table, rows in manifest.get("rows", {}).items()
     ], schema={"table": pl.String, "rows": pl.Int64, "rejected": pl.Int64, "from": pl.String})
 

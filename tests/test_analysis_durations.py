@@ -237,7 +237,7 @@ def test_cli_writes_the_durations_tables(cli, hand_home: Path, tmp_path: Path) -
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["modules"]["durations"]["tables"]) == {
         "run_time_by_gpu_bucket", "run_time_cdf_by_gpu_bucket", "run_time_survival_by_gpu_bucket",
-        "run_time_by_state", "run_time_cdf_by_state"}
+        "run_time_by_state", "run_time_cdf_by_state", "reduction"}
     table = pl.read_parquet(out / "durations" / "run_time_by_gpu_bucket.parquet")
     assert table.filter(pl.col("gpu_bucket") == "all")["km_p50_s"].item() == 400
     assert "durations.kaplan_meier_runtime" in {d["id"] for d in summary["definitions"]}

@@ -52,7 +52,8 @@ def test_module_selection_keeps_run_order_and_refuses_unknown_names() -> None:
 
 def test_every_module_declares_definitions_once() -> None:
     ids = [d.id for name in MODULES for d in load(name).DEFINITIONS] + [d.id for d in definitions.CORE_DEFINITIONS]
-    ids += [d.id for d in definitions.STATISTICS_DEFINITIONS] + [d.id for d in import_profiles.DEFINITIONS]
+    ids += [d.id for d in definitions.STATISTICS_DEFINITIONS + definitions.ENGINE_DEFINITIONS]
+    ids += [d.id for d in import_profiles.DEFINITIONS]
     ids += [d.id for part in OPTIONAL_PARTS for _, folder in trace_parts(part)
             for d in getattr(folder, "DEFINITIONS", ())]
     assert len(ids) == len(set(ids)) == len(registry())

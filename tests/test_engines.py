@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pytest
+from polars.testing import assert_frame_equal
 
 from ddlx.analysis import gpu_efficiency
 from ddlx.analysis.engines import DuckDBEngine, EngineError, SparkEngine, spark_sql
@@ -187,3 +188,151 @@ def test_duckdb_engine_failure_is_an_engine_error(tmp_path: Path) -> None:
             engine.query("SELECT missing_column FROM range(3)", "summary")
     finally:
         engine.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The allocation sweep over jobs
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pai_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SYNTHETIC PAI release (fractional GPU requests, several GPU types), ingested."""
+    from ddlx.datasets.ingest import ingest
+    from ddlx.datasets.synthetic import write_synthetic_release
+
+    root = tmp_path_factory.mktemp("pai")
+    write_synthetic_release("pai", root / "release", scale=0.005, seed=11)
+    ingest("pai", root / "release", root / "home")
+    return root / "home"
+
+
+def _placed_jobs(home: Path, trace: str) -> pl.DataFrame:
+    """The jobs that hold GPUs, read with polars from the canonical jobs (not through the sweep):
+    group columns, start and end as Unix microseconds, GPUs."""
+    from ddlx.analysis.context import open_trace
+
+    with open_trace(home, trace) as ctx:
+        jobs = ctx.query(f"SELECT cluster, gpu_type, num_gpus, epoch_us(start_time) AS s, epoch_us(end_time) AS e "
+                         f"FROM {ctx.jobs}")
+        held_open = ctx.holds_open("job")
+    placed = jobs.filter(pl.col("s").is_not_null() & (pl.col("num_gpus") > 0)
+                         & (pl.col("e").is_null() | (pl.col("e") >= pl.col("s"))))
+    return placed if held_open else placed.filter(pl.col("e").is_not_null())
+
+
+def _sweep_partials(ctx, engine, groups: tuple[str, ...], window, resolution_s: int) -> pl.DataFrame:
+    from ddlx.analysis import allocation
+
+    lo_us, hi_us = round(window.lo * 1e6), round(window.hi * 1e6)
+    engine.register_local("intervals", ctx.con, allocation.job_intervals_sql(ctx, groups))
+    frame = pl.from_arrow(engine.query(allocation.allocation_partials_sql(
+        "intervals", groups, lo_us, hi_us, resolution_s * 1_000_000)))
+    assert isinstance(frame, pl.DataFrame)
+    frame = frame.with_columns(pl.col("moment").cast(pl.Int128))
+    return frame.sort(frame.columns, nulls_last=True)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_allocation_partials_identical_row_for_row(pai_home: Path) -> None:
+    """allocation_partials_sql on DuckDB and on Spark with 1, 4 and 7 partitions of the jobs: the
+    same rows; merged, the GPU-seconds of every bin add up to those of each job inside the window,
+    computed here job by job."""
+    from ddlx.analysis import allocation
+    from ddlx.analysis.context import open_trace
+
+    groups = ("cluster", "gpu_type")
+    with open_trace(pai_home, "pai") as ctx:
+        window = allocation.observation_window(ctx)
+        assert window is not None
+        duck = DuckDBEngine(ctx.con)
+        try:
+            expected = _sweep_partials(ctx, duck, groups, window, 3600)
+        finally:
+            duck.close()
+        for partitions in (1, 4, 7):
+            spark = SparkEngine(MASTER, partitions=partitions)
+            try:
+                assert _sweep_partials(ctx, spark, groups, window, 3600).equals(expected), partitions
+                assert spark.provenance("jobs").partitions == partitions
+            finally:
+                spark.close()
+        bins = allocation.allocation_bins(ctx, groups, 3600, window)
+    jobs = _placed_jobs(pai_home, "pai")
+    assert jobs.height > 1000 and jobs["gpu_type"].n_unique() > 2 and (jobs["num_gpus"] % 1 != 0).any()
+    lo, hi = round(window.lo * 1e6), round(window.hi * 1e6)
+    held = jobs.with_columns(pl.col("e").fill_null(hi).clip(lo, hi).alias("e"), pl.col("s").clip(lo, hi))
+    gpu_seconds = (held["num_gpus"] * (held["e"] - held["s"])).sum() / 1e6
+    assert (bins["mean_gpus"] * bins["covered_s"]).sum() == pytest.approx(gpu_seconds, rel=1e-12)
+    assert expected["delta"].sum() == round((jobs.filter(pl.col("e").is_null())["num_gpus"] * 1e6).sum())
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_allocation_tables_identical_on_duckdb_and_spark(pai_home: Path) -> None:
+    """The utilization module's allocation series (per cluster, GPU type and hour of the week) on
+    Spark with 3 partitions of the jobs are the tables of the default DuckDB run."""
+    before = tree_digest(pai_home)
+    duck = {t.name: t.frame for t in run_analysis(pai_home, "pai", ["utilization"]).module("utilization").tables}
+    spark = {t.name: t.frame for t in run_analysis(pai_home, "pai", ["utilization"], options={
+        "engine": "spark", "spark_master": MASTER, "partitions": 3}).module("utilization").tables}
+    assert tree_digest(pai_home) == before
+    swept = {"allocation_by_cluster", "allocation_by_gpu_type", "allocation_hour_of_week"}
+    assert duck.keys() == spark.keys() >= swept
+    for name in swept:
+        assert duck[name].equals(spark[name]), name
+    for name in duck.keys() - swept - {"reduction"}:  # local on both runs: DuckDB's parallel float sums
+        assert_frame_equal(duck[name], spark[name], check_exact=False, rel_tol=1e-12)  # may differ in the last bit
+    assert duck["allocation_by_gpu_type"]["peak_gpus"].max() > 0
+    assert spark["reduction"].select("engine", "partitions").row(0) == ("spark", 3)
+    assert duck["reduction"].select("engine", "partitions").row(0) == ("duckdb", 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-group quantiles: counts of distinct run times
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_run_time_counts_identical_and_quantiles_exact(pai_home: Path) -> None:
+    """The run-time counts per GPU bucket and per state on DuckDB and on Spark with 1, 4 and 7
+    partitions of the jobs: the same rows; the durations tables from them are those of the default
+    run, and the median run time of the jobs that ended is the one computed here from their sorted
+    run times."""
+    from ddlx.analysis import durations
+    from ddlx.analysis.context import open_trace
+
+    def counts(ctx, engine) -> tuple[pl.DataFrame, pl.DataFrame]:
+        end = durations.trace_end_epoch_s(ctx)
+        with durations.reduced_counts(ctx, end, engine) as reduced:
+            frames = (ctx.query(f"SELECT * FROM {reduced.by_bucket}"), ctx.query(f"SELECT * FROM {reduced.by_state}"))
+        return tuple(f.sort(f.columns, nulls_last=True) for f in frames)  # type: ignore[return-value]
+
+    with open_trace(pai_home, "pai") as ctx:
+        duck = DuckDBEngine(ctx.con)
+        try:
+            expected = counts(ctx, duck)
+        finally:
+            duck.close()
+        for partitions in (1, 4, 7):
+            spark = SparkEngine(MASTER, partitions=partitions)
+            try:
+                got = counts(ctx, spark)
+            finally:
+                spark.close()
+            assert got[0].equals(expected[0]) and got[1].equals(expected[1]), partitions
+        ended = ctx.query(f"SELECT run_s FROM {ctx.jobs} WHERE run_s IS NOT NULL AND state IS DISTINCT FROM 'running'")
+    duck_tables = {t.name: t.frame for t in run_analysis(pai_home, "pai", ["durations"]).module("durations").tables}
+    spark_tables = {t.name: t.frame for t in run_analysis(pai_home, "pai", ["durations"], options={
+        "engine": "spark", "spark_master": MASTER, "partitions": 4}).module("durations").tables}
+    assert duck_tables.keys() == spark_tables.keys()
+    for name in duck_tables.keys() - {"reduction"}:  # means are local float sums: the last bit may differ
+        assert_frame_equal(duck_tables[name], spark_tables[name], check_exact=False, rel_tol=1e-12)
+        quantiles = [c for c in duck_tables[name].columns if c.startswith(("p", "km_p", "run_s"))]
+        assert duck_tables[name].select(quantiles).equals(spark_tables[name].select(quantiles)), name
+    runs = sorted(ended["run_s"].to_list())
+    h = (len(runs) - 1) * 0.5
+    median = runs[int(h)] + (h - int(h)) * (runs[min(int(h) + 1, len(runs) - 1)] - runs[int(h)])
+    overall = duck_tables["run_time_by_gpu_bucket"].filter(pl.col("gpu_bucket") == "all")
+    assert len(runs) > 1000 and overall["finished_jobs"].item() == len(runs)
+    assert overall["p50_s"].item() == pytest.approx(median, rel=1e-12)
