@@ -104,6 +104,16 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt (Ctrl-C) is among the exceptions that led to `exc`."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def os_error_remedy(exc: OSError) -> str:
     """A short remedy for an operating-system error (its errno), e.g. 'the disk is full; ...'."""
     import errno

@@ -320,8 +320,8 @@ SELECT {g}k, CAST(SUM(d) AS BIGINT) AS delta,
 FROM levels GROUP BY {g}k"""
 
 
-def merge_allocation_partials(ctx: TraceContext, partials: str, keys: str, groups: Sequence[str],
-                              resolution_s: int, window: Window) -> str:
+def merge_allocation_partials(partials: str, keys: str, groups: Sequence[str], resolution_s: int,
+                              window: Window) -> str:
     """A FROM item: allocated GPUs per group and bin of the window from the sweep's `partials`
     (`allocation_partials_sql` rows, merged) for every group of `keys` (a FROM item of the `groups`
     columns). The level at a bin's start is the sum of the deltas of the bins before it (the sweep's
@@ -375,7 +375,7 @@ def allocation_bins(ctx: TraceContext, groups: Sequence[str], resolution_s: int,
     keys = (f"(SELECT DISTINCT {', '.join(groups)} FROM ({job_intervals_sql(ctx, groups)}))" if groups
             else "(SELECT 1 AS all_jobs)")
     with registered(ctx, parts, "partials") as partials:
-        merged = merge_allocation_partials(ctx, partials, keys, groups, resolution_s, window)
+        merged = merge_allocation_partials(partials, keys, groups, resolution_s, window)
         return ctx.query(f"SELECT * FROM {merged}")
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ddlx.errors import DdlxError, UsageError, first_line
+from ddlx.errors import DdlxError, UsageError, caused_by_interrupt, first_line
 
 #: Engines by name (`--engine`).
 ENGINES = ("duckdb", "spark")
@@ -151,6 +151,7 @@ class SparkEngine:
         self.partitions = partitions
         self._session: Any = None
         self._partitions_read = 0
+        self._interrupted = False
 
     @property
     def session(self) -> Any:
@@ -168,18 +169,44 @@ class SparkEngine:
                        .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
             for key, value in self.conf.items():
                 builder = builder.config(key, value)
-            try:
-                self._session = builder.getOrCreate()
-                self._session.sparkContext.setLogLevel("ERROR")
-            except Exception as exc:
-                raise EngineError(f"Spark at {self.master} could not start: {first_line(exc)}") from None
+            with _interrupt_deferred() as interrupted:
+                try:
+                    self._session = builder.getOrCreate()
+                    self._session.sparkContext.setLogLevel("ERROR")
+                    _quiet_pyspark_loggers()
+                except KeyboardInterrupt:  # PySpark's own handler, in the moment it is installed
+                    interrupted.append(True)
+                except Exception as exc:
+                    raise EngineError(f"Spark at {self.master} could not start: {first_line(exc)}") from None
+            if interrupted:
+                self._session = None
+                _end_local_jvm()
+                raise KeyboardInterrupt
         return self._session
+
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """Turn anything Spark (or py4j) raises in the block into an `EngineError` saying `what`, with
+        the first line of Spark's message; ddlx's own errors pass through. An interrupt (Ctrl-C), also
+        one py4j reports as a failed call, stays an interrupt and marks the session for `close` to end."""
+        try:
+            yield
+        except DdlxError:
+            raise
+        except KeyboardInterrupt:
+            self._interrupted = True
+            raise
+        except Exception as exc:
+            if caused_by_interrupt(exc):
+                self._interrupted = True
+                raise KeyboardInterrupt from None
+            raise EngineError(f"{what}: {first_line(exc)}") from None
 
     def register_parquet(self, name: str, location: str) -> int:
         """Make the Parquet files at `location` (a folder, glob or `s3a://` path) the input `name`;
         returns the number of partitions Spark reads them in."""
         session = self.session
-        with _spark_failure(f"Spark could not read {location}"):
+        with self._guard(f"Spark could not read {location}"):
             frame = session.read.parquet(location)
             if self.partitions:
                 frame = frame.repartition(self.partitions)
@@ -190,7 +217,7 @@ class SparkEngine:
         """Send the (small) `table` to Spark as the input `name`, in `partitions` partitions when
         given; returns the number of partitions."""
         session = self.session
-        with _spark_failure(f"Spark could not take the table {name}"):
+        with self._guard(f"Spark could not take the table {name}"):
             frame = session.createDataFrame(table)
             if self.partitions:
                 frame = frame.repartition(self.partitions)
@@ -213,25 +240,68 @@ class SparkEngine:
 
     def query(self, sql: str, stage: str = "query") -> pa.Table:
         session = self.session
-        with _spark_failure(f"Spark failed at stage {stage!r}"):
+        with self._guard(f"Spark failed at stage {stage!r}"):
             return session.sql(spark_sql(sql)).toArrow()
 
     def close(self) -> None:
-        if self._session is not None:
-            self._session.stop()
-            self._session = None
+        """Stop the session; after an interrupt, end Spark's JVM instead (its connection may be
+        half-way through an answer, so a polite stop could wait for ever)."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        if self._interrupted:
+            _end_local_jvm()
+        else:
+            session.stop()
+
+
+def _quiet_pyspark_loggers() -> None:
+    """PySpark logs every failed query, with a traceback, to the stderr of the moment it first logs;
+    ddlx reports the failure itself, in one line (`SparkEngine._guard`)."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
+
+
+def _end_local_jvm() -> None:
+    """Kill the JVM PySpark started for this process and forget it, so no Spark process outlives
+    an interrupted command (and a later session starts afresh)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        proc.kill()
+        proc.wait(timeout=30)
+    if gateway is not None:
+        with contextlib.suppress(Exception):
+            gateway.close()
+    SparkContext._active_spark_context = None
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 @contextlib.contextmanager
-def _spark_failure(what: str) -> Iterator[None]:
-    """Turn anything Spark (or py4j) raises in the block into an `EngineError` saying `what`, with
-    the first line of Spark's message; ddlx's own errors pass through."""
+def _interrupt_deferred() -> Iterator[list[bool]]:
+    """Hold back Ctrl-C while Spark starts (an interrupt while PySpark launches its JVM leaves the
+    JVM running): the block yields a list that holds True if one came, for the caller to act on
+    once the start is over. Outside the main thread signals cannot be handled: nothing is deferred."""
+    import signal
+    import threading
+
+    received: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: received.append(True))
     try:
-        yield
-    except DdlxError:
-        raise
-    except Exception as exc:
-        raise EngineError(f"{what}: {first_line(exc)}") from None
+        yield received
+    finally:
+        signal.signal(signal.SIGINT, previous)  # also undoes PySpark's own handler, set while starting
 
 
 def open_engine(name: str, con: Any = None, *, master: str | None = None, conf: dict[str, str] | None = None,

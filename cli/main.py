@@ -33,7 +33,7 @@ from ddlx.cli.options import module_names as _module_names
 from ddlx.cli.options import say as _say
 from ddlx.datasets.trace_info import TraceInfo
 from ddlx.datasets.traces import TRACES
-from ddlx.errors import DdlxError, UsageError, describe_os_error, storage_error
+from ddlx.errors import DdlxError, UsageError, caused_by_interrupt, describe_os_error, storage_error
 
 app = typer.Typer(
     help="Trace analysis and workload characterization for deep-learning GPU clusters.",
@@ -401,6 +401,12 @@ def run() -> None:
     permission, a lock, out of memory), always as one `Error: ...` line; 2 bad command-line usage
     (unknown option, missing or malformed argument); 130 interrupted.
     """
+    import logging
+
+    # ddlx speaks in its own lines: a library's log record (py4j logs a traceback on an interrupt)
+    # must not reach the terminal through logging's last-resort handler
+    if not logging.getLogger().handlers:
+        logging.getLogger().addHandler(logging.NullHandler())
     try:
         app()
     except UsageError as exc:
@@ -415,6 +421,10 @@ def run() -> None:
     except KeyboardInterrupt:
         typer.echo("Error: interrupted", err=True)
         sys.exit(130)
+    except SystemExit as exc:  # Typer turns an interrupt inside a command into a silent exit 130
+        if exc.code == 130 and caused_by_interrupt(exc):
+            typer.echo("Error: interrupted", err=True)
+        raise
     except Exception as exc:
         error = storage_error(exc, "ddlx", "running the command") if _from_a_data_engine(exc) else None
         if error is None:

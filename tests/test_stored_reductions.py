@@ -128,3 +128,33 @@ def test_a_failed_spark_reduce_changes_nothing(fleet: Path, tmp_path: Path, cli)
                  "--samples-location", wrong, "--data-home", fleet)
     assert_clean_failure(result, "Spark failed at stage 'summary'")
     assert tree_digest(fleet) == before
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_an_interrupted_spark_reduce_changes_nothing(fleet: Path) -> None:
+    """Ctrl-C while Spark runs the second module: `Error: interrupted`, exit 130, no traceback, the
+    command ends promptly, and the data home is byte for byte as it was."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    before = tree_digest(fleet)
+    log = fleet.parent / "reduce.err"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "ddlx", "datasets", "reduce", "fleet", "--engine", "spark",
+                                 "--spark-master", MASTER, "--data-home", str(fleet)],
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + 120
+        while "fleet: durations" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, log.read_text()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+    lines = log.read_text().strip().splitlines()
+    assert code == 130 and lines[-1] == "Error: interrupted", lines[-5:]
+    assert not any("Traceback" in line for line in lines)
+    assert tree_digest(fleet) == before
