@@ -5,7 +5,9 @@ Helios-size utilisation series. Prints a table of wall time and peak memory.
     python benchmarks/analyze.py [--scale 1] [--pandas-scale 0.25] [--workdir DIR] [--reuse]
 
 Steps:
-- `ddlx analyze pai-trace` (every module) on a scale `--scale` trace (target: under 60 s, 4 GB);
+- `ddlx analyze pai-trace` (every module) on a scale `--scale` trace (target: under 10 s, 2 GB), then
+  the same through the library once more with the time of each part: importing ddlx, opening the
+  catalog and reproducing the papers' figures, each module, writing the results and the report;
 - at `--pandas-scale` and at `--scale`: the pandas pipeline, and ddlx computing the same outputs
   through its library on the ingested catalog (target: ddlx at least 10x faster). The pandas
   pipeline reads the release CSVs as the notebooks do (time shown with and without the
@@ -120,6 +122,23 @@ print(f"{time.perf_counter() - started:.3f}")
 '''
 
 
+PER_MODULE = r'''
+import json, sys, time
+started = time.perf_counter()
+from pathlib import Path
+from ddlx.analysis.runner import run_analysis
+from ddlx.reports.results import write_results
+home, out = Path(sys.argv[1]), Path(sys.argv[2])
+marks = [("import ddlx", started), ("open the catalog, reproduce the papers' figures", time.perf_counter())]
+result = run_analysis(home, "pai", progress=lambda message: marks.append(
+    ("module " + message.split(": ", 1)[1], time.perf_counter())))
+marks.append(("write results, tables and the HTML report", time.perf_counter()))
+write_results(result, out, with_report=True)
+marks.append(("end", time.perf_counter()))
+print(json.dumps([[name, marks[i + 1][1] - at] for i, (name, at) in enumerate(marks[:-1])]))
+'''
+
+
 def run_measured(code: str, argument: Path) -> tuple[float, float, str]:
     """Run `python -c code argument`: wall seconds, peak RSS MB, what it printed."""
     return measure_output([sys.executable, "-c", code, str(argument)])
@@ -172,6 +191,11 @@ def main() -> None:
     _, home = ensure_pai(workdir, args.scale, args.reuse, rows)
     seconds, rss = analyze(home, workdir / "results-full", "pai-trace")
     rows.append((f"ddlx analyze pai-trace (scale {args.scale:g}, all modules)", seconds, rss, None))
+    import json
+
+    _, _, printed = measure_output([sys.executable, "-c", PER_MODULE, str(home), str(workdir / "results-parts")])
+    for name, part_s in json.loads(printed):
+        rows.append((f"  {name}", part_s, None, None))
 
     for scale in dict.fromkeys([args.pandas_scale, args.scale]):
         csvs, scale_home = ensure_pai(workdir, scale, args.reuse, rows)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from isal.isal_zlib import error as IsalError
+
 from ddlx.errors import InputError, storage_error
 
 CHUNK = 1 << 20
@@ -144,7 +146,7 @@ def extract_members(archive: Path, wanted: dict[str, Path],
     except BaseException as exc:
         for dest in wanted.values():
             dest.unlink(missing_ok=True)
-        if not isinstance(exc, (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError)):
+        if not isinstance(exc, (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, OSError, IsalError)):
             raise
         detail = str(exc) or type(exc).__name__
         kind = "zip" if archive.name.endswith(".zip") else "gzip'd tar"
@@ -249,9 +251,18 @@ def _finished(target: str, done: set[str], on_extracted: Callable[[str], None] |
         on_extracted(target)
 
 
+def open_gzip(raw: BinaryIO) -> BinaryIO:
+    """The decompressed bytes of the gzip stream `raw`, read forward: ISA-L's igzip (python-isal),
+    several times faster than zlib, decompressing in a thread of its own while the caller works on
+    what it has read."""
+    from isal import igzip_threaded
+
+    return igzip_threaded.open(raw, "rb", threads=1)
+
+
 def _extract_tar(archive: Path, wanted: dict[str, Path], done: set[str],
                  on_extracted: Callable[[str], None] | None, limits: ExpansionLimits) -> None:
-    with open(archive, "rb") as raw, tarfile.open(fileobj=raw, mode="r:gz") as tar:
+    with open(archive, "rb") as raw, open_gzip(raw) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
         while (member := tar.next()) is not None:
             # only regular (also sparse) files are written; a wanted link, device or FIFO is refused
             target = _wanted_member(member.name, wanted, done)
@@ -266,7 +277,7 @@ def _extract_tar(archive: Path, wanted: dict[str, Path], done: set[str],
                 _copy_member(source, wanted[target],
                              _MemberMeter(archive, member.name, limits, raw.tell, raw.tell()))
             _finished(target, done, on_extracted)
-        read_to_the_end(tar.fileobj)
+        read_to_the_end(stream)
 
 
 def _extract_zip(archive: Path, wanted: dict[str, Path], done: set[str],
