@@ -105,10 +105,13 @@ def first_line(exc: BaseException) -> str:
 
 
 def caused_by_interrupt(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt (Ctrl-C) is among the exceptions that led to `exc`."""
+    """Whether Ctrl-C led to `exc`: a KeyboardInterrupt among the exceptions behind it, or a library's
+    report of one (DuckDB stops its query and raises InterruptException, or through Arrow a
+    RuntimeError 'Query interrupted')."""
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, KeyboardInterrupt):
+        if isinstance(seen, KeyboardInterrupt) or type(seen).__name__ == "InterruptException" or (
+                isinstance(seen, RuntimeError) and str(seen).strip() == "Query interrupted"):
             return True
         seen = seen.__cause__ or seen.__context__
     return False

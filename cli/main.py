@@ -409,27 +409,33 @@ def run() -> None:
         logging.getLogger().addHandler(logging.NullHandler())
     try:
         app()
-    except UsageError as exc:
-        _fail(str(exc), code=2)
-    except DdlxError as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        _fail(describe_os_error(exc))
-    except MemoryError:
-        _fail("out of memory; close other programs, analyse fewer modules (-m) or use a coarser "
-              "--resolution")
     except KeyboardInterrupt:
-        typer.echo("Error: interrupted", err=True)
-        sys.exit(130)
+        _interrupted()
     except SystemExit as exc:  # Typer turns an interrupt inside a command into a silent exit 130
         if exc.code == 130 and caused_by_interrupt(exc):
             typer.echo("Error: interrupted", err=True)
         raise
     except Exception as exc:
+        if caused_by_interrupt(exc):  # a library's own report of Ctrl-C (DuckDB stops its query)
+            _interrupted()
+        if isinstance(exc, UsageError):
+            _fail(str(exc), code=2)
+        if isinstance(exc, DdlxError):
+            _fail(str(exc))
+        if isinstance(exc, OSError):
+            _fail(describe_os_error(exc))
+        if isinstance(exc, MemoryError):
+            _fail("out of memory; close other programs, analyse fewer modules (-m) or use a coarser "
+                  "--resolution")
         error = storage_error(exc, "ddlx", "running the command") if _from_a_data_engine(exc) else None
         if error is None:
             raise  # a bug: keep the traceback
         _fail(str(error))
+
+
+def _interrupted() -> None:
+    typer.echo("Error: interrupted", err=True)
+    sys.exit(130)
 
 
 def _from_a_data_engine(exc: BaseException) -> bool:
