@@ -1,6 +1,17 @@
-"""ddlx: trace analysis and workload characterization for deep-learning GPU clusters."""
+"""ddlx: trace analysis and workload characterization for deep-learning GPU clusters.
+
+Packages, each stating its public face in its own `__init__.py`:
+- `ddlx.datasets`: traces and imports into the catalog (typed Parquet, read through DuckDB);
+- `ddlx.analysis`: the characterization modules (`analyze`);
+- `ddlx.reports`: results folders and reports;
+- `ddlx.reproduce`: the papers' published figures beside ddlx's;
+- `ddlx.predict`: job-duration predictors; `ddlx.simulate`: the trace-driven simulators;
+- `ddlx.cli`: the `ddlx` command line.
+"""
 
 from importlib.metadata import PackageNotFoundError, version
+
+__all__ = ["__version__"]
 
 try:
     __version__ = version("ddlx")

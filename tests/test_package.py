@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import re
 import subprocess
 import sys
+import tomllib
+import types
 from pathlib import Path
 
 import pytest
@@ -84,3 +87,20 @@ def test_schema_doc_says_which_trace_publishes_each_view() -> None:
         publishers = [name for name in TRACES if (module := trace_part(name, "views")) is not None
                       and view.name in module.canonical_views(_EveryTable())]
         assert row and re.findall(r"`([\w-]+)`", row.group(1)) == publishers, view.name
+
+
+def _packages() -> list[str]:
+    return [name for name in tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]]
+
+
+def test_every_package_states_its_public_face() -> None:
+    """Each package's __init__ has a docstring and an __all__ whose every name can be imported."""
+    for package in _packages():
+        module = importlib.import_module(package)
+        assert (module.__doc__ or "").strip(), f"{package} has no docstring"
+        public = getattr(module, "__all__", None)
+        assert public, f"{package} does not state __all__"
+        for name in public:
+            assert not isinstance(getattr(module, name), types.ModuleType), f"{package}.{name} is a module"
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        importlib.import_module("ddlx.datasets").nonexistent

@@ -22,6 +22,10 @@ from ddlx.errors import UnknownDatasetError, did_you_mean
 if TYPE_CHECKING:
     from ddlx.datasets.adapter import TraceAdapter
 
+__all__ = ["FOLDERS", "OPTIONAL_PARTS", "TRACES", "get_adapter", "get_generator", "get_trace", "publishers",
+           "sample_scale", "trace_part", "trace_parts"]
+
+
 def _package(folder: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{folder}")
 

@@ -127,7 +127,7 @@ VC_COUNTS: dict[str, int] = {"Venus": 25, "Earth": 25, "Saturn": 30, "Uranus": 2
 #: Days on which some VC changes size: Venus 10 and Earth 20 as in the real files; others modelled.
 VC_CHANGE_DAYS: dict[str, int] = {"Venus": 10, "Earth": 20, "Saturn": 16, "Uranus": 14}
 #: Largest GPU request per cluster (modelling choice; the largest VC is kept at least this big).
-#: The real trace peaks at 2,048 GPUs (acmetrace/cluster_summary.csv, Helios max_gpu); not modelled.
+#: The real trace peaks at 2,048 GPUs (AcmeTrace data/cluster_summary.csv, Helios max_gpu); not modelled.
 MAX_GPU_REQUEST: dict[str, int] = {"Venus": 256, "Earth": 256, "Saturn": 512, "Uranus": 512}
 #: GPUs per node: VC sizes are whole nodes (every value of the real gpu_number files is a multiple of 8).
 GPUS_PER_NODE = 8
@@ -196,7 +196,7 @@ CPU_STATE_FACTORS = (1.0, 1.5, 0.5)
 GPU_QUEUED_SHARE, CPU_QUEUED_SHARE = 0.30, 0.15
 QUEUE_SIGMA = 2.0
 PENDING_CANCEL_SHARE = 0.5
-#: Longest run time, s (acmetrace/cluster_summary.csv, Helios max_run_time_gpu 4,320,009 s);
+#: Longest run time, s (AcmeTrace data/cluster_summary.csv, Helios max_run_time_gpu 4,320,009 s);
 #: longer draws are redrawn in [CAP / 4, CAP], and waits are capped the same way.
 RUN_CAP_S = 4_320_000
 QUEUE_CAP_S = 30 * 86400

@@ -93,7 +93,7 @@ NO_ATTEMPT_JOBS_AT_SCALE_1 = 5_236
 NO_START_ATTEMPTS_AT_SCALE_1 = 136
 NO_END_ATTEMPTS_AT_SCALE_1 = 6_695
 
-#: Job status names and shares by count (acmetrace/cluster_summary.csv, Philly:
+#: Job status names and shares by count (AcmeTrace data/cluster_summary.csv, Philly:
 #: complete 0.604, cancel 0.09, fail 0.305; TRACES.md: about 60 / 9 / 30 %).
 STATUSES = ("Pass", "Killed", "Failed")
 PASS, KILLED, FAILED = range(3)
@@ -135,7 +135,7 @@ VC_JOB_COUNTS = np.array([41226, 16091, 9953, 7423, 1934, 1511, 1435, 1137, 723,
 USERS_AT_SCALE_1 = 320
 USER_ZIPF_EXPONENT = 1.2
 
-#: GPUs per job: (values, shares), mean ~1.93, median 1, max 128 (acmetrace/cluster_summary.csv
+#: GPUs per job: (values, shares), mean ~1.93, median 1, max 128 (AcmeTrace data/cluster_summary.csv
 #: Philly: avg_gpu_num 1.928, med 1, max_gpu 128; sizes as in philly/pollux_philly_jobs.csv).
 GPUS_PER_JOB = (np.array([1, 2, 3, 4, 8, 12, 16, 24, 32, 64, 128]),
                 np.array([0.80, 0.07, 0.004, 0.065, 0.048, 0.001, 0.009, 0.0008, 0.0025,
@@ -145,13 +145,13 @@ SPLIT_ATTEMPT_SHARE = 0.05
 
 #: Run time = last attempt end - first attempt start, s: lognormal per status (median s),
 #: common log-sigma, times GPUs ** exponent, capped at the longest published run. Tuned to the
-#: acmetrace Philly row: median 874 s, mean 18,006 s, max 4,240,676 s, GPU time shares
+#: AcmeTrace summary, Philly row: median 874 s, mean 18,006 s, max 4,240,676 s, GPU time shares
 #: 0.321 / 0.294 / 0.386 (Pass / Killed / Failed).
 RUN_MEDIAN_S = np.array([495.0, 5200.0, 1150.0])
 RUN_SIGMA = 2.40
 RUN_GPU_EXPONENT = 0.55
 RUN_MAX_S = 4_240_676
-#: Queue = first attempt start - submission, s: lognormal (acmetrace Philly: median 189 s,
+#: Queue = first attempt start - submission, s: lognormal (AcmeTrace summary, Philly: median 189 s,
 #: mean 3,760 s), at least 1 s, at most 30 days (modelling choice).
 QUEUE_MEDIAN_S, QUEUE_SIGMA, QUEUE_MAX_S = 189.0, 2.47, 30 * 86400
 #: Attempts per job by status, 1..5 (modelling choice; philly/marwage_jobs_subset.json has
