@@ -10,10 +10,10 @@ records allow is declared by that trace (`ddlx.analysis.trace_parts`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import polars as pl
@@ -25,6 +25,8 @@ from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.trace_info import TraceInfo
 from ddlx.datasets.traces import TRACES, trace_part
 from ddlx.errors import CatalogError, did_you_mean, first_line
+
+T = TypeVar("T")
 
 #: The zone used for hours and weekdays when a trace has none (its times are offsets from an undisclosed start).
 FALLBACK_TZ = "UTC"
@@ -67,6 +69,8 @@ class TraceContext:
     held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
     #: The reduction engine, once a module asked for it (`engine`).
     _engine: Any = field(default=None, repr=False)
+    #: Results computed once per run and read by several parts (`once`).
+    _computed: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def engine(self) -> Any:
         """The engine the reductions run on (`ddlx.analysis.engines.engine_for` of `options`): DuckDB
@@ -142,6 +146,14 @@ class TraceContext:
 
     def _failed(self, exc: duckdb.Error) -> CatalogError:
         return CatalogError(f"{self.trace}: analysis query failed: {first_line(exc)}")
+
+    def once(self, key: str, compute: Callable[[], T]) -> T:
+        """`compute()`, run at the first call with `key` in this run and kept for the later ones:
+        for a result several parts read (a paper's figures taken from one table). The key must name
+        everything the result depends on beyond the catalog (e.g. which records are held open)."""
+        if key not in self._computed:
+            self._computed[key] = compute()
+        return self._computed[key]
 
     def one_row(self, sql: str) -> dict[str, Any]:
         """The first row of `sql` as a dict."""

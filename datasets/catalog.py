@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -176,6 +178,35 @@ def _verify(path: Path, registrations: dict[str, Registration], views: set[str])
                            f"{len(views)} views); check the disk and run again")
 
 
+#: How much memory one DuckDB connection of ddlx may use before it spills to disk
+#: (`$DDLX_DUCKDB_MEMORY_LIMIT`, a DuckDB size such as `2GB`), for ingest and analysis alike.
+DUCKDB_MEMORY_LIMIT = os.environ.get("DDLX_DUCKDB_MEMORY_LIMIT", "2GB")
+
+
+def bound_memory(con: duckdb.DuckDBPyConnection, spill_dir: Path) -> None:
+    """Hold `con` to `DUCKDB_MEMORY_LIMIT`, spilling sorts, joins and aggregates that outgrow it
+    into `spill_dir`; without a limit DuckDB takes up to 80 % of the machine's memory."""
+    con.execute(f"SET memory_limit = {sql_string(DUCKDB_MEMORY_LIMIT)}")
+    con.execute(f"SET temp_directory = {sql_string(str(spill_dir))}")
+
+
+@contextlib.contextmanager
+def spill_folder(home: Path) -> Iterator[Path]:
+    """A fresh folder for DuckDB to spill into, removed at the end: in the data home (on the disk
+    the data are on), else, where the home is read-only, in the system's temporary folder."""
+    try:
+        folder = home / ".spill" / uuid.uuid4().hex[:12]
+        folder.mkdir(parents=True)
+    except OSError:
+        folder = Path(tempfile.mkdtemp(prefix="ddlx-spill-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            (home / ".spill").rmdir()
+
+
 @contextlib.contextmanager
 def reading(home: Path) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[str, Registration]]]:
     """A read-only connection to the catalog of `home` and its registrations, with every store
@@ -199,8 +230,13 @@ def reading(home: Path) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[str, R
             store.wait_briefly(attempt)
             continue
         try:
-            con.execute("SET enable_progress_bar = false")
-            yield con, registrations
+            with spill_folder(home) as spill:
+                try:
+                    con.execute("SET enable_progress_bar = false")
+                    bound_memory(con, spill)
+                    yield con, registrations
+                finally:
+                    con.close()  # before its spill folder goes
         finally:
             con.close()
             pins.release()

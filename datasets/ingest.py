@@ -51,8 +51,6 @@ SYNTHETIC_MARKER = "SYNTHETIC.json"
 
 Progress = Callable[[str], None]
 
-DUCKDB_MEMORY_LIMIT = os.environ.get("DDLX_DUCKDB_MEMORY_LIMIT", "2GB")
-
 
 @dataclass
 class IngestResult:
@@ -102,8 +100,7 @@ def _ingest_lock(home: Path) -> Iterator[None]:
 
 def _connect(workdir: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    con.execute(f"SET memory_limit = {sql_string(DUCKDB_MEMORY_LIMIT)}")
-    con.execute(f"SET temp_directory = {sql_string(str(workdir / 'spill'))}")
+    catalog.bound_memory(con, workdir / "spill")
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET enable_progress_bar = false")
     return con

@@ -127,6 +127,12 @@ def test_machine_instance_steps_block(pai_home: Path) -> None:
     m3 = [(r["t"], r["instances"]) for r in steps.filter(pl.col("machine") == "m3").to_dicts()]
     assert m3 == [(3005, 1), (100060, 0)]
     assert set(steps["machine"]) == {"m1", "m2", "m3", "m4"}
+    with open_trace(pai_home, "pai") as ctx:
+        ended = ctx.query(f"""SELECT machine, t, instances FROM {pai_analyses.machine_instance_steps_sql(False)}
+                              ORDER BY machine, t""")
+    # counting only instances with an end: m1 as before, m3 (only i3, still running) never busy
+    assert [(r["t"], r["instances"]) for r in ended.filter(pl.col("machine") == "m1").to_dicts()] == m1
+    assert [r["instances"] for r in ended.filter(pl.col("machine") == "m3").to_dicts()] == [0, 0]
 
 
 def test_pai_gpu_memory_against_device_capacity(pai_home: Path) -> None:

@@ -235,12 +235,11 @@ _SWEPT_INSTANCES = ("machine IS NOT NULL AND start_time IS NOT NULL "
                     "AND (end_time IS NULL OR end_time >= start_time)")
 
 
-def _instance_sweep_ctes(hold_open: bool) -> str:
+def _instance_sweep_ctes() -> str:
     """The CTEs of the co-location sweep: `bounds` (t0, t1: the window), `machine_ids`,
-    `runs` (machine_id, s, e) and `steps` (machine_id, t, instances, next_t). Instances without an
-    end run to the window end with `hold_open`, else are left out of `runs` (the window and the
-    machines stay those of every instance)."""
-    ended = "" if hold_open else " AND end_time IS NOT NULL"
+    `runs` (machine_id, s, e, open) and `steps` (machine_id, t, instances, ended_instances, next_t).
+    `instances` holds instances without an end open to the window end; `ended_instances` leaves
+    them out (the window and the machines stay those of every instance). One sort serves both."""
     return f"""
         WITH bounds AS (
             SELECT min(start_time) AS t0, greatest(max(start_time), max(end_time)) AS t1
@@ -249,13 +248,16 @@ def _instance_sweep_ctes(hold_open: bool) -> str:
             SELECT machine, (row_number() OVER ())::INTEGER AS machine_id
             FROM (SELECT DISTINCT machine FROM pai_instance_table WHERE {_SWEPT_INSTANCES})),
         runs AS (
-            SELECT machine_id, start_time AS s, coalesce(end_time, (SELECT t1 FROM bounds)) AS e
-            FROM pai_instance_table JOIN machine_ids USING (machine) WHERE {_SWEPT_INSTANCES}{ended}),
+            SELECT machine_id, start_time AS s, coalesce(end_time, (SELECT t1 FROM bounds)) AS e,
+                   end_time IS NULL AS open
+            FROM pai_instance_table JOIN machine_ids USING (machine) WHERE {_SWEPT_INSTANCES}),
         events AS (
-            SELECT machine_id, s AS t, 1 AS delta FROM runs
-            UNION ALL SELECT machine_id, e AS t, -1 AS delta FROM runs),
+            SELECT machine_id, s AS t, 1 AS delta, open FROM runs
+            UNION ALL SELECT machine_id, e AS t, -1 AS delta, open FROM runs),
         steps AS (
-            SELECT machine_id, t, sum(delta) OVER w AS instances, lead(t) OVER w AS next_t
+            SELECT machine_id, t, sum(delta) OVER w AS instances,
+                   coalesce(sum(delta) FILTER (WHERE NOT open) OVER w, 0) AS ended_instances,
+                   lead(t) OVER w AS next_t
             FROM events
             WINDOW w AS (PARTITION BY machine_id % {SWEEP_PARTITIONS} ORDER BY machine_id, t
                          ROWS UNBOUNDED PRECEDING))"""
@@ -265,8 +267,8 @@ def machine_instance_steps_sql(hold_open: bool = True) -> str:
     """A FROM item: PAI instances running at once on each machine, as a step function.
 
     Rows: `machine`, `t` (seconds, the trace's own clock) and `instances` (running from `t` until
-    the machine's next `t`; 0 after its last one). Definition
-    `sharing.colocation.concurrent_instances`.
+    the machine's next `t`; 0 after its last one); instances without an end run to the window end
+    with `hold_open`, else are left out. Definition `sharing.colocation.concurrent_instances`.
 
     Event sweep: +1 at an instance's start, -1 at its end, a running sum per machine. Every
     instance adds its +1 and its -1 to the same machine, so a machine's sum is back at 0 after its
@@ -276,53 +278,70 @@ def machine_instance_steps_sql(hold_open: bool = True) -> str:
     sums are several times slower. Machines are numbered first so that the sort keys are integers.
     Events at one instant give several rows at that `t`: the last one holds the count.
     """
-    return f"""({_instance_sweep_ctes(hold_open)}
-        SELECT m.machine, s.t, s.instances FROM steps AS s JOIN machine_ids AS m USING (machine_id))"""
+    count = "instances" if hold_open else "ended_instances"
+    return f"""({_instance_sweep_ctes()}
+        SELECT m.machine, s.t, s.{count} AS instances FROM steps AS s JOIN machine_ids AS m USING (machine_id))"""
 
 
-def machine_instance_levels_sql(hold_open: bool = True) -> str:
-    """A FROM item: per machine and number of instances running at once, the seconds spent at it
-    in the window (`machine`, `instances`, `seconds`).
+def machine_instance_levels_sql() -> str:
+    """A FROM item: per machine, way of counting (`held_open`: instances without an end held to
+    the window end, else left out) and number of instances running at once, the seconds spent at
+    it in the window (`machine`, `held_open`, `instances`, `seconds`).
 
     From the steps of `machine_instance_steps_sql`: a step with instances running lasts until the
     next event, which is always the same machine's (its last event brings it back to 0); the
     machine's time at 0 is the rest of the window. Summed per machine id before the names are
     joined back."""
-    return f"""({_instance_sweep_ctes(hold_open)},
+    return f"""({_instance_sweep_ctes()},
         busy AS (
-            SELECT machine_id, instances, sum(next_t - t) AS seconds
-            FROM steps WHERE instances > 0 AND next_t > t GROUP BY machine_id, instances),
-        levels AS (
-            SELECT machine_id, instances, seconds FROM busy
+            SELECT machine_id, true AS held_open, instances, sum(next_t - t) AS seconds
+            FROM steps WHERE instances > 0 AND next_t > t GROUP BY machine_id, instances
             UNION ALL
-            SELECT m.machine_id, 0 AS instances,
+            SELECT machine_id, false AS held_open, ended_instances AS instances, sum(next_t - t) AS seconds
+            FROM steps WHERE ended_instances > 0 AND next_t > t GROUP BY machine_id, ended_instances),
+        levels AS (
+            SELECT machine_id, held_open, instances, seconds FROM busy
+            UNION ALL
+            SELECT m.machine_id, v.held_open, 0 AS instances,
                    (SELECT t1 - t0 FROM bounds) - coalesce(sum(b.seconds), 0) AS seconds
-            FROM machine_ids AS m LEFT JOIN busy AS b USING (machine_id) GROUP BY m.machine_id)
-        SELECT m.machine, l.instances, l.seconds
+            FROM machine_ids AS m CROSS JOIN (VALUES (true), (false)) AS v(held_open)
+            LEFT JOIN busy AS b ON b.machine_id = m.machine_id AND b.held_open = v.held_open
+            GROUP BY m.machine_id, v.held_open)
+        SELECT m.machine, l.held_open, l.instances, l.seconds
         FROM levels AS l JOIN machine_ids AS m USING (machine_id) WHERE l.seconds > 0)"""
 
 
 def colocation_distribution(ctx: TraceContext) -> pl.DataFrame:
     """Time-weighted distribution of instances running at once on a machine, per machine GPU type
-    and over all machines (definition `sharing.colocation.concurrent_instances`)."""
+    and over all machines (definition `sharing.colocation.concurrent_instances`), counting
+    instances without an end as `ctx.holds_open("instance")` says. Both ways of counting come
+    from one sweep, computed once per run."""
+    both = ctx.once("pai_colocation_distributions", lambda: _colocation_distributions(ctx))
+    return both.filter(pl.col("held_open") == ctx.holds_open("instance")).drop("held_open")
+
+
+def _colocation_distributions(ctx: TraceContext) -> pl.DataFrame:
     spec = ("(SELECT machine, any_value(gpu_type) AS gpu_type FROM pai_machine_spec GROUP BY machine)"
             if ctx.has("pai_machine_spec") else
             "(SELECT NULL::VARCHAR AS machine, NULL::VARCHAR AS gpu_type WHERE false)")
     return ctx.query(f"""
         WITH typed AS (
-            SELECT coalesce(m.gpu_type, 'unknown') AS machine_gpu_type, p.instances, p.seconds
-            FROM {machine_instance_levels_sql(ctx.holds_open("instance"))} AS p
+            SELECT coalesce(m.gpu_type, 'unknown') AS machine_gpu_type, p.held_open, p.instances, p.seconds
+            FROM {machine_instance_levels_sql()} AS p
             LEFT JOIN {spec} AS m USING (machine)),
         levels AS (
-            SELECT CASE WHEN grouping(machine_gpu_type) = 1 THEN '{ALL}' ELSE machine_gpu_type END
+            SELECT held_open,
+                   CASE WHEN grouping(machine_gpu_type) = 1 THEN '{ALL}' ELSE machine_gpu_type END
                        AS machine_gpu_type,
                    instances, sum(seconds) AS seconds
-            FROM typed GROUP BY GROUPING SETS ((machine_gpu_type, instances), (instances)))
-        SELECT machine_gpu_type, instances::BIGINT AS running_instances, seconds / 3600.0 AS machine_hours,
-               seconds / sum(seconds) OVER (PARTITION BY machine_gpu_type) AS machine_time_share,
+            FROM typed GROUP BY GROUPING SETS ((held_open, machine_gpu_type, instances), (held_open, instances)))
+        SELECT held_open, machine_gpu_type, instances::BIGINT AS running_instances,
+               seconds / 3600.0 AS machine_hours,
+               seconds / sum(seconds) OVER (PARTITION BY held_open, machine_gpu_type) AS machine_time_share,
                CASE WHEN instances > 0 THEN seconds / sum(seconds) FILTER (WHERE instances > 0)
-                   OVER (PARTITION BY machine_gpu_type) END AS busy_time_share
-        FROM levels ORDER BY machine_gpu_type = '{ALL}' DESC, machine_gpu_type, running_instances""")
+                   OVER (PARTITION BY held_open, machine_gpu_type) END AS busy_time_share
+        FROM levels
+        ORDER BY held_open, machine_gpu_type = '{ALL}' DESC, machine_gpu_type, running_instances""")
 
 
 def colocation_summary(distribution: pl.DataFrame) -> dict[str, float | None]:

@@ -101,7 +101,7 @@ def _share_above(resource: str):
 
     def compute(ctx: TraceContext) -> float | None:
         require_tables(ctx, "pai_task_table", "pai_sensor_table")
-        rows = pai_request_vs_usage(ctx).filter(resource=resource)
+        rows = ctx.once("pai_request_vs_usage", lambda: pai_request_vs_usage(ctx)).filter(resource=resource)
         if rows.is_empty():
             return None
         return 100.0 * rows["over_requesting_share"][0]
@@ -114,10 +114,22 @@ def _notebook_share(condition: str):
 
     def compute(ctx: TraceContext) -> float | None:
         require_tables(ctx, "pai_task_table", "pai_job_table", "pai_instance_table")
-        return ctx.one_row(f"SELECT 100.0 * count(*) FILTER (WHERE {condition}) / nullif(count(plan_gpu), 0) "
-                           f"AS v FROM {_NOTEBOOK_TASKS}")["v"]
+        return ctx.once("pai_notebook_shares", lambda: _notebook_shares(ctx))[condition]
 
     return compute
+
+
+def _notebook_shares(ctx: TraceContext) -> dict[str, float | None]:
+    """Every condition's share (as `_notebook_share`) from one pass over the notebook's tasks."""
+    conditions = [condition for *_, condition in _GPU_REQUESTS] + [_gpu_type_condition(t) for t, _ in _GPU_TYPES]
+    columns = ", ".join(f"100.0 * count(*) FILTER (WHERE {condition}) / nullif(count(plan_gpu), 0) AS v{i}"
+                        for i, condition in enumerate(conditions))
+    row = ctx.one_row(f"SELECT {columns} FROM {_NOTEBOOK_TASKS}")
+    return {condition: row[f"v{i}"] for i, condition in enumerate(conditions)}
+
+
+def _gpu_type_condition(gpu_type: str) -> str:
+    return f"gpu_type = {sql_string(gpu_type)}"
 
 
 def _usage_figure(resource: str, label: str, published: float) -> PublishedFigure:
@@ -170,7 +182,7 @@ PROFILES: tuple[Profile, ...] = (
               for figure_id, what, published, condition in _GPU_REQUESTS),
             *(PublishedFigure(f"tasks_gpu_type_{gpu_type}", f"tasks of GPU type {gpu_type}, share of tasks with "
                               "a plan_gpu", _BARS_SOURCE, published, "%", _BY_TYPE, rounded(1),
-                              _notebook_share(f"gpu_type = {sql_string(gpu_type)}"))
+                              _notebook_share(_gpu_type_condition(gpu_type)))
               for gpu_type, published in _GPU_TYPES),
             *(PublishedFigure(figure_id, what, _SIMULATOR_SOURCE, published, "s", _JCT, rounded(2),
                               pending=_SIMULATOR_PENDING)

@@ -1,0 +1,88 @@
+"""Benchmark: how time and memory grow with the trace. For each scale, a SYNTHETIC PAI release is
+generated into a temporary folder, ingested from its official archives, and analysed with every
+module (`ddlx analyze pai-trace`); the folder is removed before the next scale. Prints one row per
+scale: wall time and peak RSS of ingest and analysis, and how fast time grows against the data.
+
+    python benchmarks/scaling.py [--scales 1,3,10] [--workdir DIR] [--trace pai]
+
+Growth k between two scales is log(t2 / t1) / log(d2 / d1), d the archive bytes: k = 1 is time in
+proportion to the data, k < 1 slower growth than the data (fixed costs weighing less), k > 1
+faster. Targets: peak RSS under 2 GB at every scale for ingest and analysis; k at most 1.
+
+Scale 10 takes about 15 GB of archives and as much again for the catalog; `--workdir` chooses the
+disk (default: the system's temporary folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ingest_trace import data_bytes, measure  # noqa: E402
+
+COLUMNS = ("scale", "archives MiB", "generate s", "ingest s", "ingest peak MB", "ingest k",
+           "analyze s", "analyze peak MB", "analyze k")
+
+
+def run_scale(trace: str, scale: float, workdir: Path) -> dict[str, float]:
+    """Generate, ingest and analyse one scale in a folder of its own, removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix=f"scale-{scale:g}-", dir=workdir))
+    ddlx = [sys.executable, "-m", "ddlx"]
+    release, home = folder / "release", folder / "home"
+    try:
+        generate_s, _ = measure([*ddlx, "datasets", "synth", trace, "--scale", str(scale), "--seed", "0",
+                                 "--out", str(release)])
+        size = data_bytes(release)
+        ingest_s, ingest_mb = measure([*ddlx, "datasets", "ingest", trace, "--from", str(release),
+                                       "--data-home", str(home)])
+        shutil.rmtree(release)  # the catalog alone from here: the disk holds one copy at a time
+        analyze_s, analyze_mb = measure([*ddlx, "analyze", f"{trace}-trace", "--data-home", str(home),
+                                         "--out", str(folder / "results")])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"scale": scale, "bytes": size, "generate s": generate_s, "ingest s": ingest_s,
+            "ingest peak MB": ingest_mb, "analyze s": analyze_s, "analyze peak MB": analyze_mb}
+
+
+def growth(rows: list[dict[str, float]], index: int, column: str) -> str:
+    """k of `column` between row `index` and the one before it (blank for the first)."""
+    if index == 0:
+        return ""
+    before, now = rows[index - 1], rows[index]
+    return f"{math.log(now[column] / before[column]) / math.log(now['bytes'] / before['bytes']):.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scales", default="1,3,10", help="comma-separated scales, smallest first")
+    parser.add_argument("--trace", default="pai")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    scales = sorted(float(s) for s in args.scales.split(","))
+    workdir = args.workdir or Path(tempfile.gettempdir())
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for scale in scales:
+        rows.append(run_scale(args.trace, scale, workdir))
+        print(f"scale {scale:g} done: ingest {rows[-1]['ingest s']:.1f} s, analyze {rows[-1]['analyze s']:.1f} s",
+              file=sys.stderr, flush=True)
+    print(f"SYNTHETIC {args.trace} releases (seed 0), ingested from their archives and analysed with every "
+          f"module; {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB")
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
+    for index, row in enumerate(rows):
+        cells = [f"{row['scale']:g}", f"{row['bytes'] / 2**20:,.0f}", f"{row['generate s']:.1f}",
+                 f"{row['ingest s']:.1f}", f"{row['ingest peak MB']:,.0f}", growth(rows, index, "ingest s"),
+                 f"{row['analyze s']:.1f}", f"{row['analyze peak MB']:,.0f}", growth(rows, index, "analyze s")]
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
