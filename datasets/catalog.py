@@ -179,8 +179,9 @@ def _verify(path: Path, registrations: dict[str, Registration], views: set[str])
 
 
 #: How much memory one DuckDB connection of ddlx may use before it spills to disk
-#: (`$DDLX_DUCKDB_MEMORY_LIMIT`, a DuckDB size such as `2GB`), for ingest and analysis alike.
-DUCKDB_MEMORY_LIMIT = os.environ.get("DDLX_DUCKDB_MEMORY_LIMIT", "2GB")
+#: (`$DDLX_DUCKDB_MEMORY_LIMIT`, a DuckDB size such as `2GB`), for ingest and analysis alike; the default
+#: leaves room for the rest of the process within 2 GB.
+DUCKDB_MEMORY_LIMIT = os.environ.get("DDLX_DUCKDB_MEMORY_LIMIT", "1536MB")
 
 
 def bound_memory(con: duckdb.DuckDBPyConnection, spill_dir: Path) -> None:

@@ -22,7 +22,15 @@ from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult, held_to_end_text
 from ddlx.analysis.sharing import ALL
-from ddlx.analysis.sql import CDF_STEP, GPU_BUCKET_SQL, SUMMARY_QUANTILES, cdf_table, quantile_columns_sql, sort_buckets
+from ddlx.analysis.sql import (
+    CDF_STEP,
+    GPU_BUCKET_SQL,
+    SUMMARY_QUANTILES,
+    cdf_from_counts,
+    cdf_table,
+    quantile_columns_sql,
+    sort_buckets,
+)
 from ddlx.analysis.trace_parts import TracePart
 from ddlx.analysis.utilization import add_measured_summary, series_summary_sql
 from ddlx.datasets.sqltext import sql_string
@@ -401,12 +409,12 @@ def _gpu_memory_rows_sql() -> str:
         FROM rows AS r LEFT JOIN capacity AS c USING (gpu_type))"""
 
 
-def gpu_memory_summary(ctx: TraceContext) -> pl.DataFrame:
+def gpu_memory_summary(ctx: TraceContext, rows: str | None = None) -> pl.DataFrame:
     """Per machine GPU type (and 'all' sized ones): instances with a GPU memory reading, the
     device memory, quantiles of the peak used share, shares above half and above all of the device
     memory, and sharing instances above their requested share (definitions
     `sharing.gpu_memory.used_share`, `sharing.gpu_memory.over_requested_share`). Types that
-    cannot be sized have NULL shares."""
+    cannot be sized have NULL shares. `rows` as `_gpu_memory_rows_sql` gives (default: it)."""
     return ctx.query(f"""
         SELECT CASE WHEN grouping(gpu_type) = 1 THEN '{ALL}' ELSE gpu_type END AS gpu_type,
                count(*) AS instances,
@@ -420,23 +428,27 @@ def gpu_memory_summary(ctx: TraceContext) -> pl.DataFrame:
                    / nullif(count(*) FILTER (WHERE plan_gpu < 100 AND capacity_gb IS NOT NULL
                                                AND max_gpu_wrk_mem IS NOT NULL), 0)
                    AS sharing_over_requested_share
-        FROM {_gpu_memory_rows_sql()}
+        FROM {rows or _gpu_memory_rows_sql()}
         GROUP BY GROUPING SETS ((gpu_type), ())
         HAVING grouping(gpu_type) = 0 OR count(peak_share) > 0
         ORDER BY grouping(gpu_type) DESC, gpu_type""")
 
 
-def gpu_memory_cdf(ctx: TraceContext) -> pl.DataFrame:
+def gpu_memory_cdf(ctx: TraceContext, rows: str | None = None) -> pl.DataFrame:
     """CDF of the used share of device memory, peak and mean, per sized GPU type and over all
-    (definition `sharing.gpu_memory.used_share`)."""
-    source = f"""(
-        WITH r AS {_gpu_memory_rows_sql()},
+    (definition `sharing.gpu_memory.used_share`); `rows` as `_gpu_memory_rows_sql` gives (default:
+    it). Counted per type and share once; the counts over all types are their sums."""
+    counts = f"""(
+        WITH r AS (SELECT * FROM {rows or _gpu_memory_rows_sql()}),
         long AS (
             SELECT gpu_type, 'peak' AS statistic, peak_share AS share FROM r
-            UNION ALL SELECT gpu_type, 'mean' AS statistic, mean_share AS share FROM r)
-        SELECT gpu_type, statistic, share FROM long
-        UNION ALL SELECT '{ALL}' AS gpu_type, statistic, share FROM long)"""
-    return cdf_table(ctx, "share", source, groups=("gpu_type", "statistic"))
+            UNION ALL SELECT gpu_type, 'mean' AS statistic, mean_share AS share FROM r),
+        per_type AS (
+            SELECT gpu_type, statistic, share AS value, count(*) AS n FROM long
+            WHERE share IS NOT NULL GROUP BY ALL)
+        SELECT gpu_type, statistic, value, n FROM per_type
+        UNION ALL SELECT '{ALL}' AS gpu_type, statistic, value, sum(n) AS n FROM per_type GROUP BY statistic, value)"""
+    return cdf_from_counts(ctx, counts, ("gpu_type", "statistic"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -592,10 +604,11 @@ def _analyze_gpu_memory(ctx: TraceContext, result: ModuleResult) -> None:
         return
     definitions = ("sharing.gpu_memory.used_share", "sharing.gpu_memory.capacity",
                    "sharing.gpu_memory.over_requested_share")
-    summary = result.add("gpu_memory_summary", gpu_memory_summary(ctx), definitions,
-                         "a machine GPU type, or 'all' (shares over the sized types only)")
-    result.add("gpu_memory_cdf", gpu_memory_cdf(ctx), definitions[:2] + (CDF_STEP,),
-               "a machine GPU type (or 'all'), a statistic (peak or mean) and a probability of the CDF")
+    with materialized(ctx, f"SELECT * FROM {_gpu_memory_rows_sql()}", "pai_gpu_memory") as rows:
+        summary = result.add("gpu_memory_summary", gpu_memory_summary(ctx, rows), definitions,
+                             "a machine GPU type, or 'all' (shares over the sized types only)")
+        result.add("gpu_memory_cdf", gpu_memory_cdf(ctx, rows), definitions[:2] + (CDF_STEP,),
+                   "a machine GPU type (or 'all'), a statistic (peak or mean) and a probability of the CDF")
     unsized = summary.filter((pl.col("gpu_type") != ALL) & pl.col("capacity_gb").is_null())
     for gpu_type, instances in unsized.select("gpu_type", "instances").rows():
         result.skip(f"GPU memory share on {gpu_type} machines, {instances:,} instances",
