@@ -356,3 +356,42 @@ def test_an_encrypted_zip_member_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="member 'jobs.csv' is an encrypted file"):
         archives.archive_member_names(archive, wanted=lambda name: name.endswith(".csv"))
     assert list(out.iterdir()) == []
+
+
+def test_members_extract_whole_and_hash_the_archive_as_read(tmp_path: Path) -> None:
+    """Members larger than one copy piece arrive byte for byte, in space reserved for them, and the
+    sha256 returned is the archive file's own."""
+    data = random.Random(7).randbytes(3 * archives.COPY_CHUNK + 12_345)
+    archive = _write_tar_gz(tmp_path / "t.tar.gz", [(_file_info("a.csv", len(data)), data),
+                                                    (_file_info("b.csv", 5), b"1,2\n\n")])
+    dest = tmp_path / "out"
+    dest.mkdir()
+    sha = extract_members(archive, {"a.csv": dest / "a", "b.csv": dest / "b"})
+    assert (dest / "a").read_bytes() == data and (dest / "b").read_bytes() == b"1,2\n\n"
+    assert sha == _sha256(archive)
+
+
+def test_a_disk_without_room_for_a_member_fails_before_writing_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import os
+
+    from ddlx.errors import StorageError
+
+    def no_room(fd: int, offset: int, size: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    archive = _write_tar_gz(tmp_path / "t.tar.gz", [(_file_info("a.csv", 1000), b"x" * 1000)])
+    dest = tmp_path / "out"
+    dest.mkdir()
+    monkeypatch.setattr(os, "posix_fallocate", no_room)
+    with pytest.raises(StorageError, match="No space left|no space"):
+        extract_members(archive, {"a.csv": dest / "a"})
+    assert list(dest.iterdir()) == []
+
+    def unsupported(fd: int, offset: int, size: int) -> None:
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(os, "posix_fallocate", unsupported)  # a file system that cannot reserve: written anyway
+    extract_members(archive, {"a.csv": dest / "a"})
+    assert (dest / "a").read_bytes() == b"x" * 1000
