@@ -18,6 +18,7 @@ the unpacked files; ingest peak RSS under 2 GB.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import sys
@@ -162,7 +163,8 @@ def main() -> None:
                             "--data-home", str(workdir / "home-archive-0")])
     rows.append(("ddlx datasets ingest again (unchanged)", seconds, rss, seconds / bare_s))
 
-    print(f"SYNTHETIC {args.trace} release, scale {args.scale}, seed {args.seed}: "
+    marker = json.loads((unpacked / MARKER).read_text())  # what was generated, also when reused
+    print(f"SYNTHETIC {args.trace} release, scale {marker['scale']:g}, seed {marker['seed']}: "
           f"{data_bytes(release) / 2**20:,.0f} MiB archives, {data_bytes(unpacked) / 2**20:,.0f} MiB "
           f"unpacked; {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB; "
           f"compared steps: median of {args.repeat} run(s), peak RSS the largest")
