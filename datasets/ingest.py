@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -106,18 +107,32 @@ def _connect(workdir: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+class _Stopped(Exception):
+    """An extraction that was not started because the ingest stopped first."""
+
+
 class _Inputs:
     """Makes the parts of every table readable on a background thread, in table order.
 
     Each archive is read once, extracting all the members wanted from it into `tmp`; plain files
     are read in place. Every input file is hashed (sha256) on the same thread, so this work
-    overlaps DuckDB loading the tables that are ready.
+    overlaps DuckDB loading the tables that are ready. An archive is extracted only once the table
+    before its first table is being loaded (`LOOKAHEAD`), and each table's members are removed
+    once it is loaded, so the disk holds the unpacked members of about two tables at a time, not
+    the whole unpacked release.
     """
+
+    #: How many tables ahead of the one being loaded an archive may be extracted.
+    LOOKAHEAD = 1
 
     def __init__(self, parts: dict[str, list[SourcePart]], tmp: Path, pool: ThreadPoolExecutor):
         self.parts = parts
+        self.order = {table: index for index, table in enumerate(parts)}
         self.local: dict[tuple[Path, str | None], Future[Path]] = {}
         self.sha256: dict[Path, Future[str]] = {}
+        self.turn = threading.Condition()
+        self.reached = 0  # the index of the latest table asked for (the first one from the start)
+        self.stopped = False
         for table_parts in parts.values():
             for part in table_parts:
                 if part.path in self.sha256:
@@ -138,8 +153,15 @@ class _Inputs:
         for member, future in futures.items():
             self.local[(archive, member)] = future
 
+        first_table = min(self.order[table] for table, ps in self.parts.items()
+                          if any(p.path == archive for p in ps))
+
         def extract() -> str:
             try:
+                with self.turn:
+                    self.turn.wait_for(lambda: self.stopped or self.reached + self.LOOKAHEAD >= first_table)
+                    if self.stopped:
+                        raise _Stopped(str(archive))
                 return extract_members(archive, dests,
                                        lambda member: futures[member].set_result(dests[member]))
             except BaseException as exc:
@@ -151,16 +173,28 @@ class _Inputs:
         self.sha256[archive] = pool.submit(extract)
 
     def ready(self, table: str) -> list[LocalPart]:
-        """The parts of `table`, waiting until each is extracted (raises the extraction's error)."""
+        """The parts of `table`, waiting until each is extracted (raises the extraction's error);
+        lets the archives of the next tables be extracted meanwhile."""
+        with self.turn:
+            self.reached = max(self.reached, self.order[table])
+            self.turn.notify_all()
         return [LocalPart(p, self.local[(p.path, p.member)].result()) for p in self.parts[table]]
+
+    def stop(self) -> None:
+        """Extract no further archive (one being extracted runs to its end)."""
+        with self.turn:
+            self.stopped = True
+            self.turn.notify_all()
 
     def failure(self) -> BaseException | None:
         """The error an extraction or hashing ended with, waiting for it to end (the ingest waits for
         it anyway before it stops); a failed extraction removed its members, so its archive is the
-        cause of a failure to read them."""
+        cause of a failure to read them. Stops further extractions first."""
+        self.stop()
         for future in self.sha256.values():
-            if not future.cancelled() and future.exception() is not None:
-                return future.exception()
+            error = None if future.cancelled() else future.exception()
+            if error is not None and not isinstance(error, _Stopped):
+                return error
         return None
 
     def release(self, table: str) -> None:
@@ -288,6 +322,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
                 synthetic, synthetic_details = True, previous.manifest.get("synthetic_details")
     con = _connect(staging)
     pool = ThreadPoolExecutor(max_workers=1)
+    inputs: _Inputs | None = None
     try:
         inputs = _Inputs(parts, staging / "tmp", pool)
         for table in parts:
@@ -324,6 +359,8 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         say(f"{adapter.name}: validating")
         checks, figures = _run_checks(con, adapter, present, rows)
     finally:
+        if inputs is not None:
+            inputs.stop()
         pool.shutdown(wait=True, cancel_futures=True)
         con.close()
     version = _new_version()

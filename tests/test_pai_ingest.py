@@ -225,3 +225,27 @@ def test_a_jobs_gpu_request_is_summed_exactly(tmp_path: Path, home: Path) -> Non
     assert row == {"num_gpus": 1.0, "num_cpus": 5.5, "fractional_gpu": True}
     bucket = run_analysis(home, "pai", ["overview"]).module("overview").table("gpu_request_mix")
     assert bucket.filter(pl.col("gpu_bucket") == "1")["jobs"].to_list() == [1]
+
+
+def test_archives_are_unpacked_one_table_ahead(pai_release: Path, home: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a table loads, only its members and those of the next table are unpacked: the disk
+    never holds the whole unpacked release."""
+    from ddlx.datasets.adapter import TraceAdapter
+    from ddlx.datasets.ingest import ingest
+
+    seen: dict[str, set[str]] = {}
+    load = TraceAdapter.load_table
+
+    def watching(self, con, table, parts, out_path, max_rejected_rows):
+        seen[table] = {p.name.split("-", 1)[1] for p in (out_path.parent / "tmp").iterdir()}
+        return load(self, con, table, parts, out_path, max_rejected_rows)
+
+    monkeypatch.setattr(TraceAdapter, "load_table", watching)
+    ingest("pai", pai_release, home)
+    order = list(seen)
+    assert len(order) == 7
+    for index, table in enumerate(order):
+        later = {f"{t}.csv" for t in order[index + 2:]}
+        assert f"{table}.csv" in seen[table] and not seen[table] & later, (table, seen[table])
+        assert not seen[table] & {f"{t}.csv" for t in order[:index]}  # loaded ones are removed
