@@ -449,3 +449,17 @@ def test_machine_metrics(db: duckdb.DuckDBPyConnection) -> None:
         (SELECT count(machine_gpu) FROM machine_metric JOIN machine_spec USING (machine)
          WHERE cap_gpu = 0) FROM machine_metric""")
     assert low >= 0 and high <= 120 and workers >= 1 and cpu_gpu == 0
+
+
+def test_generated_values_stay_within_the_accepted_ranges() -> None:
+    """The long tails of the generator are held to what ingest accepts (large scales reach them)."""
+    import polars as pl
+
+    from ddlx.datasets.traces.pai import generator, schema
+
+    high = schema.RANGES["pai_sensor_table"]["cpu_usage"].high
+    frame = pl.DataFrame({"cpu_usage": [12.5, high + 1569.21, -3.0], "gpu_wrk_util": [1.0, 2.0, None],
+                          "worker_name": ["a", "b", "c"]})
+    held = generator._within_ranges(frame, "pai_sensor_table")
+    assert held["cpu_usage"].to_list() == [12.5, high, 0.0]
+    assert held["gpu_wrk_util"].to_list() == [1.0, 2.0, None] and held["worker_name"].to_list() == ["a", "b", "c"]

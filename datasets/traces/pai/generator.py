@@ -819,9 +819,25 @@ def _metric_frame(seed: int, index: int, chunk: _InstanceChunk, machines: _Machi
 # --------------------------------------------------------------------------------------------
 
 
+def _within_ranges(frame: pl.DataFrame, table: str) -> pl.DataFrame:
+    """`frame` with every float column held to its accepted range (`schema.RANGES`), as real data
+    are: the long tails drawn here reach past it only at large scales (10 and more). Values that
+    mean "missing" stay as they are."""
+    clipped = []
+    for column, ranged in schema.RANGES[table].items():
+        name = ranged.field or column
+        if name in frame.columns and frame.schema[name] == pl.Float64 and isinstance(ranged.high, (int, float)):
+            value = pl.col(name)
+            held = value.clip(float(ranged.low), float(ranged.high))
+            clipped.append((pl.when(value.is_in(list(ranged.missing))).then(value).otherwise(held)
+                            if ranged.missing else held).alias(name))
+    return frame.with_columns(clipped) if clipped else frame
+
+
 def _write_csv(frame: pl.DataFrame, handle: BinaryIO, table: str) -> int:
-    """Append `frame` as headerless CSV rows in the official column order; return rows written."""
-    ordered = frame.select(list(schema.COLUMNS[table]))
+    """Append `frame` as headerless CSV rows in the official column order, every value within its
+    accepted range; return rows written."""
+    ordered = _within_ranges(frame, table).select(list(schema.COLUMNS[table]))
     ordered.write_csv(handle, include_header=False, separator=",", line_terminator="\n",
                       null_value="", quote_style="necessary")
     return ordered.height
