@@ -8,7 +8,7 @@ import polars as pl
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
-from ddlx.analysis.sql import GPU_BUCKET_SQL, GPU_HOURS_SQL, sort_buckets
+from ddlx.analysis.sql import GPU_BUCKET_SQL, GPU_HOURS_SQL, quantiles_sql, sort_buckets
 
 #: The overview uses only the core definitions of the job model.
 DEFINITIONS: tuple[Definition, ...] = ()
@@ -20,9 +20,9 @@ def counts(ctx: TraceContext) -> dict[str, float | int | None]:
         SELECT count(*) AS jobs,
                count(*) FILTER (WHERE num_gpus > 0) AS gpu_jobs,
                count(*) FILTER (WHERE num_gpus > 0 AND fractional_gpu) AS fractional_gpu_jobs,
-               quantile_cont(queue_s, 0.5) AS queue_p50_s, quantile_cont(queue_s, 0.9) AS queue_p90_s,
+               {quantiles_sql("queue_s", {"p50": 0.5, "p90": 0.9}, "_s", prefix="queue_")},
                count(queue_s) AS queued_jobs,
-               quantile_cont(run_s, 0.5) AS run_p50_s, quantile_cont(run_s, 0.9) AS run_p90_s,
+               {quantiles_sql("run_s", {"p50": 0.5, "p90": 0.9}, "_s", prefix="run_")},
                count(run_s) AS timed_jobs,
                count(*) FILTER (WHERE queue_s < 0) AS negative_queue_jobs,
                count(*) FILTER (WHERE run_s < 0) AS negative_run_jobs,

@@ -126,13 +126,20 @@ def local_time_sql(ctx: TraceContext, column: str) -> str:
     return wall_clock_from_utc_sql(column, ctx.local_tz)
 
 
+def quantiles_sql(value: str, quantiles: dict[str, float], suffix: str = "", prefix: str = "") -> str:
+    """`<prefix><name><suffix>` columns for a SELECT list: the continuous quantiles (definition
+    `stat.quantile`) of `value`, from one list quantile, `quantile_cont(value, [q, ...])[i]`, which
+    DuckDB computes once for all of them. A quantile holds the values of its group in memory, so one
+    list instead of one quantile per column keeps one copy of them, not one per column."""
+    probabilities = double_list_sql(list(quantiles.values()))
+    return ", ".join(f"quantile_cont({value}, {probabilities})[{index}] AS {prefix}{name}{suffix}"
+                     for index, name in enumerate(quantiles, start=1))
+
+
 def quantile_columns_sql(value: str, quantiles: dict[str, float] | None = None, suffix: str = "") -> str:
     """`count(value) AS n, quantile_cont(...) AS p50<suffix>, ...` for a SELECT list."""
-    quantiles = quantiles or SUMMARY_QUANTILES
-    parts = [f"count({value}) AS jobs_with_value"]
-    parts += [f"quantile_cont({value}, {q}) AS {name}{suffix}" for name, q in quantiles.items()]
-    parts.append(f"avg({value}) AS mean{suffix}")
-    return ", ".join(parts)
+    return ", ".join([f"count({value}) AS jobs_with_value",
+                      quantiles_sql(value, quantiles or SUMMARY_QUANTILES, suffix), f"avg({value}) AS mean{suffix}"])
 
 
 def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] = (),

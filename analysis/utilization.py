@@ -19,6 +19,7 @@ from ddlx.analysis import allocation
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.sql import quantiles_sql
 from ddlx.analysis.trace_parts import run_trace_parts
 from ddlx.datasets.sqltext import sql_string
 
@@ -37,8 +38,7 @@ def series_summary_sql(measure: str, row: str, value: str, source: str) -> str:
     what one of its values is (`row`), and the count, mean, p50/p90/p99 and values above 100 of
     column `value` of the FROM item `source`."""
     return f"""SELECT {sql_string(measure)} AS measure, {sql_string(row)} AS row, count({value}) AS values,
-               avg({value}) AS mean_pct, quantile_cont({value}, 0.5) AS p50_pct,
-               quantile_cont({value}, 0.9) AS p90_pct, quantile_cont({value}, 0.99) AS p99_pct,
+               avg({value}) AS mean_pct, {quantiles_sql(value, {"p50": 0.5, "p90": 0.9, "p99": 0.99}, "_pct")},
                count(*) FILTER (WHERE {value} > 100) AS above_100
         FROM {source}"""
 

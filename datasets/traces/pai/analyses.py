@@ -29,6 +29,7 @@ from ddlx.analysis.sql import (
     cdf_from_counts,
     cdf_table,
     quantile_columns_sql,
+    quantiles_sql,
     sort_buckets,
 )
 from ddlx.analysis.trace_parts import TracePart
@@ -382,8 +383,7 @@ def _capacity_values_sql() -> str:
 
 def _peak_quantiles_sql() -> str:
     """`quantile_cont(peak_share, q) AS p50_peak_share, ...` and the mean, for a SELECT list."""
-    parts = [f"quantile_cont(peak_share, {q}) AS {name}_peak_share" for name, q in SUMMARY_QUANTILES.items()]
-    return ", ".join(parts + ["avg(peak_share) AS mean_peak_share"])
+    return f"{quantiles_sql('peak_share', SUMMARY_QUANTILES, '_peak_share')}, avg(peak_share) AS mean_peak_share"
 
 
 def _gpu_memory_rows_sql() -> str:
