@@ -75,8 +75,10 @@ def main() -> None:
     rows = []
     for scale in scales:
         rows.append(run_scale(args.trace, scale, workdir))
-        print(f"scale {scale:g} done: ingest {rows[-1]['ingest s']:.1f} s, analyze {rows[-1]['analyze s']:.1f} s",
-              file=sys.stderr, flush=True)
+        row = rows[-1]
+        print(f"scale {scale:g} done: {row['bytes'] / 2**20:,.0f} MiB archives; ingest {row['ingest s']:.1f} s, "
+              f"peak {row['ingest peak MB']:,.0f} MB; analyze {row['analyze s']:.1f} s, "
+              f"peak {row['analyze peak MB']:,.0f} MB", file=sys.stderr, flush=True)
     print(f"SYNTHETIC {args.trace} releases (seed 0), ingested from their archives and analysed with every "
           f"module; {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB")
     print("| " + " | ".join(COLUMNS) + " |")
