@@ -395,3 +395,20 @@ def test_a_disk_without_room_for_a_member_fails_before_writing_it(tmp_path: Path
     monkeypatch.setattr(os, "posix_fallocate", unsupported)  # a file system that cannot reserve: written anyway
     extract_members(archive, {"a.csv": dest / "a"})
     assert (dest / "a").read_bytes() == b"x" * 1000
+
+
+def test_a_genuine_compressible_member_is_not_taken_for_a_bomb(tmp_path: Path) -> None:
+    """A member of 65 MB that compresses about 65:1 (1 MB) follows a small one: its ratio is judged on
+    the compressed bytes it really took, not on what the reader had fetched before it began (a
+    reader that fetched megabytes ahead counted about none and refused it)."""
+    rng = random.Random(3)
+    block = b"Terminated,worker,job\n" * 180
+    text = b"".join(block + rng.randbytes(40).hex().encode() + b"\n" for _ in range(16_000))
+    archive = _write_tar_gz(tmp_path / "t.tar.gz", [(_file_info("a.csv", 4), b"1,2\n"),
+                                                    (_file_info("b.csv", len(text)), text)])
+    assert len(text) > 200 * archives.RATIO_ALLOWANCE_BYTES  # large enough for its ratio to be judged
+    assert len(text) / archive.stat().st_size < archives.MAX_EXPANSION_RATIO  # and genuinely below it
+    dest = tmp_path / "out"
+    dest.mkdir()
+    extract_members(archive, {"a.csv": dest / "a", "b.csv": dest / "b"})
+    assert (dest / "b").stat().st_size == len(text)
