@@ -303,7 +303,7 @@ def _finished(target: str, done: set[str], on_extracted: Callable[[str], None] |
 #: Compressed bytes the gzip reader reads ahead of what it has decompressed. It must stay within
 #: `RATIO_ALLOWANCE_BYTES`, or a member's compressed size is undercounted by what was read before
 #: it started (a reader decompressing in a thread of its own read megabytes ahead, and refused a
-#: genuine 52 MB member of a scale-1 Philly archive as a decompression bomb).
+#: genuine 52 MB member of a full-size release archive as a decompression bomb).
 GZIP_READ_AHEAD = 128 << 10
 
 
