@@ -5,9 +5,11 @@ only regular files are extracted, and a download must keep a minimum pace (a loc
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import io
+import os
 import random
 import re
 import stat
@@ -25,7 +27,7 @@ import pytest
 from ddlx.datasets import archives
 from ddlx.datasets.archives import ExpansionLimits, extract_members
 from ddlx.datasets.download import download_file
-from ddlx.errors import DownloadError, InputError
+from ddlx.errors import DownloadError, InputError, StorageError
 from tests.conftest import assert_clean_failure
 from tests.test_download import _fast_and_local  # noqa: F401  (autouse: no proxies, loopback only)
 from tests.test_helios_ingest import release_files, write_zip
@@ -373,11 +375,6 @@ def test_members_extract_whole_and_hash_the_archive_as_read(tmp_path: Path) -> N
 
 def test_a_disk_without_room_for_a_member_fails_before_writing_it(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import errno
-    import os
-
-    from ddlx.errors import StorageError
-
     def no_room(fd: int, offset: int, size: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
