@@ -26,7 +26,6 @@ from ddlx.analysis.sql import (
     CDF_STEP,
     GPU_BUCKET_SQL,
     SUMMARY_QUANTILES,
-    cdf_from_counts,
     cdf_table,
     quantile_columns_sql,
     quantiles_sql,
@@ -437,18 +436,15 @@ def gpu_memory_summary(ctx: TraceContext, rows: str | None = None) -> pl.DataFra
 def gpu_memory_cdf(ctx: TraceContext, rows: str | None = None) -> pl.DataFrame:
     """CDF of the used share of device memory, peak and mean, per sized GPU type and over all
     (definition `sharing.gpu_memory.used_share`); `rows` as `_gpu_memory_rows_sql` gives (default:
-    it). Counted per type and share once; the counts over all types are their sums."""
-    counts = f"""(
+    it)."""
+    shares = f"""(
         WITH r AS (SELECT * FROM {rows or _gpu_memory_rows_sql()}),
         long AS (
             SELECT gpu_type, 'peak' AS statistic, peak_share AS share FROM r
-            UNION ALL SELECT gpu_type, 'mean' AS statistic, mean_share AS share FROM r),
-        per_type AS (
-            SELECT gpu_type, statistic, share AS value, count(*) AS n FROM long
-            WHERE share IS NOT NULL GROUP BY ALL)
-        SELECT gpu_type, statistic, value, n FROM per_type
-        UNION ALL SELECT '{ALL}' AS gpu_type, statistic, value, sum(n) AS n FROM per_type GROUP BY statistic, value)"""
-    return cdf_from_counts(ctx, counts, ("gpu_type", "statistic"))
+            UNION ALL SELECT gpu_type, 'mean' AS statistic, mean_share AS share FROM r)
+        SELECT gpu_type, statistic, share FROM long
+        UNION ALL SELECT '{ALL}' AS gpu_type, statistic, share FROM long)"""
+    return cdf_table(ctx, "share", shares, ("gpu_type", "statistic"))
 
 
 # ---------------------------------------------------------------------------------------------
