@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 import polars as pl
@@ -25,6 +25,9 @@ from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.trace_info import TraceInfo
 from ddlx.datasets.traces import TRACES, trace_part
 from ddlx.errors import CatalogError, did_you_mean, first_line
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 T = TypeVar("T")
 
@@ -134,6 +137,19 @@ class TraceContext:
         """Run `sql` on the catalog; `CatalogError` with DuckDB's first line when it fails."""
         try:
             return self.con.sql(sql).pl()
+        except duckdb.Error as exc:
+            raise self._failed(exc) from None
+
+    def batches(self, sql: str, rows: int) -> Iterator[pa.RecordBatch]:
+        """The rows of `sql` as Arrow record batches of up to `rows` rows, streamed (a sorted result
+        is read in order without being held whole); errors as `query`."""
+        try:
+            reader = self.con.sql(sql).to_arrow_reader(rows)
+            while True:
+                try:
+                    yield reader.read_next_batch()
+                except StopIteration:
+                    return
         except duckdb.Error as exc:
             raise self._failed(exc) from None
 

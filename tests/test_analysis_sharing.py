@@ -116,23 +116,24 @@ def test_pai_instances_running_at_once_per_machine(pai_home: Path) -> None:
     assert (cdf["value"].min(), cdf["value"].max(), cdf["rows"].unique().to_list()) == (1.0, 2.0, [2])
 
 
-def test_machine_instance_steps_block(pai_home: Path) -> None:
+def test_machine_instance_levels(pai_home: Path) -> None:
     with open_trace(pai_home, "pai") as ctx:
-        steps = ctx.query(f"""SELECT machine, t, instances FROM {pai_analyses.machine_instance_steps_sql()}
-                              ORDER BY machine, t""")
-    # m1: i1a starts 1010, i1b 1030, i1b ends 4990, i1a 5000 (jX, ending before it starts, is left out)
-    m1 = [(r["t"], r["instances"]) for r in steps.filter(pl.col("machine") == "m1").to_dicts()]
-    assert m1 == [(1010, 1), (1030, 2), (4990, 1), (5000, 0)]
-    # m3: i3 starts 3005 and is still running: it ends at the window end, j5's end 100060
-    m3 = [(r["t"], r["instances"]) for r in steps.filter(pl.col("machine") == "m3").to_dicts()]
-    assert m3 == [(3005, 1), (100060, 0)]
-    assert set(steps["machine"]) == {"m1", "m2", "m3", "m4"}
-    with open_trace(pai_home, "pai") as ctx:
-        ended = ctx.query(f"""SELECT machine, t, instances FROM {pai_analyses.machine_instance_steps_sql(False)}
-                              ORDER BY machine, t""")
-    # counting only instances with an end: m1 as before, m3 (only i3, still running) never busy
-    assert [(r["t"], r["instances"]) for r in ended.filter(pl.col("machine") == "m1").to_dicts()] == m1
-    assert [r["instances"] for r in ended.filter(pl.col("machine") == "m3").to_dicts()] == [0, 0]
+        levels = pai_analyses.machine_instance_levels(ctx)
+
+    def seconds(machine: str, held_open: bool) -> dict[int, float]:
+        rows = levels.filter((pl.col("machine") == machine) & (pl.col("held_open") == held_open))
+        return dict(zip(rows["instances"].to_list(), rows["seconds"].to_list(), strict=True))
+
+    # The window: first instance start to the last end (j5's, 100060), 99050 s.
+    # m1: i1a starts 1010, i1b 1030, i1b ends 4990, i1a 5000 (jX, ending before it starts, is left out):
+    # 1 instance for 20 + 10 s, 2 for 3960 s, none for the rest, either way of counting.
+    m1 = {1: 30.0, 2: 3960.0, 0: 99050.0 - 3990.0}
+    assert seconds("m1", True) == m1 and seconds("m1", False) == m1
+    # m3: i3 starts 3005 and is still running: held open it runs to the window end; else m3 is never busy.
+    assert seconds("m3", True) == {1: 100060.0 - 3005.0, 0: 99050.0 - 97055.0}
+    assert seconds("m3", False) == {0: 99050.0}
+    assert set(levels["machine"]) == {"m1", "m2", "m3", "m4"}
+    assert levels.group_by("machine", "held_open").agg(pl.col("seconds").sum())["seconds"].to_list() == [99050.0] * 8
 
 
 def test_pai_gpu_memory_against_device_capacity(pai_home: Path) -> None:

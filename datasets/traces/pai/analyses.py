@@ -17,7 +17,7 @@ from contextlib import ExitStack
 
 import polars as pl
 
-from ddlx.analysis.allocation import materialized
+from ddlx.analysis.allocation import materialized, registered
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult, held_to_end_text
@@ -30,7 +30,9 @@ from ddlx.analysis.sql import (
     quantile_columns_sql,
     quantiles_sql,
     sort_buckets,
+    sql_float,
 )
+from ddlx.analysis.sweeps import level_seconds
 from ddlx.analysis.trace_parts import TracePart
 from ddlx.analysis.utilization import add_measured_summary, series_summary_sql
 from ddlx.datasets.sqltext import sql_string
@@ -235,88 +237,48 @@ def pai_usage_ratio_cdf(ctx: TraceContext, usage: str | None = None) -> pl.DataF
 # ---------------------------------------------------------------------------------------------
 
 
-#: Partitions of the co-location sweep (see `machine_instance_steps_sql`).
-SWEEP_PARTITIONS = 4
-
 #: Instances of pai_instance_table that enter the co-location sweep.
 _SWEPT_INSTANCES = ("machine IS NOT NULL AND start_time IS NOT NULL "
                     "AND (end_time IS NULL OR end_time >= start_time)")
 
 
-def _instance_sweep_ctes() -> str:
-    """The CTEs of the co-location sweep: `bounds` (t0, t1: the window), `machine_ids`,
-    `runs` (machine_id, s, e, open) and `steps` (machine_id, t, instances, ended_instances, next_t).
-    `instances` holds instances without an end open to the window end; `ended_instances` leaves
-    them out (the window and the machines stay those of every instance). One sort serves both."""
-    return f"""
-        WITH bounds AS (
-            SELECT min(start_time) AS t0, greatest(max(start_time), max(end_time)) AS t1
-            FROM pai_instance_table WHERE {_SWEPT_INSTANCES}),
-        machine_ids AS (
-            SELECT machine, (row_number() OVER ())::INTEGER AS machine_id
-            FROM (SELECT DISTINCT machine FROM pai_instance_table WHERE {_SWEPT_INSTANCES})),
-        runs AS (
-            SELECT machine_id, start_time AS s, coalesce(end_time, (SELECT t1 FROM bounds)) AS e,
-                   end_time IS NULL AS open
-            FROM pai_instance_table JOIN machine_ids USING (machine) WHERE {_SWEPT_INSTANCES}),
-        events AS (
-            SELECT machine_id, s AS t, 1 AS delta, open FROM runs
-            UNION ALL SELECT machine_id, e AS t, -1 AS delta, open FROM runs),
-        steps AS (
-            SELECT machine_id, t, sum(delta) OVER w AS instances,
-                   coalesce(sum(delta) FILTER (WHERE NOT open) OVER w, 0) AS ended_instances,
-                   lead(t) OVER w AS next_t
-            FROM events
-            WINDOW w AS (PARTITION BY machine_id % {SWEEP_PARTITIONS} ORDER BY machine_id, t
-                         ROWS UNBOUNDED PRECEDING))"""
+def machine_instance_levels(ctx: TraceContext) -> pl.DataFrame:
+    """PAI instances running at once on each machine: per machine, way of counting and number of
+    instances running at once, the seconds spent at it in the window (`machine`, `held_open`,
+    `instances`, `seconds`; only levels with time). Definition `sharing.colocation.concurrent_instances`.
 
-
-def machine_instance_steps_sql(hold_open: bool = True) -> str:
-    """A FROM item: PAI instances running at once on each machine, as a step function.
-
-    Rows: `machine`, `t` (seconds, the trace's own clock) and `instances` (running from `t` until
-    the machine's next `t`; 0 after its last one); instances without an end run to the window end
-    with `hold_open`, else are left out. Definition `sharing.colocation.concurrent_instances`.
-
-    Event sweep: +1 at an instance's start, -1 at its end, a running sum per machine. Every
-    instance adds its +1 and its -1 to the same machine, so a machine's sum is back at 0 after its
-    last event; the running sum over events ordered by (machine, t) is therefore the per-machine
-    count even across machines. That lets the window use a few partitions (machine id modulo
-    `SWEEP_PARTITIONS`, sorted in parallel) instead of one per machine, for which DuckDB's running
-    sums are several times slower. Machines are numbered first so that the sort keys are integers.
-    Events at one instant give several rows at that `t`: the last one holds the count.
-    """
-    count = "instances" if hold_open else "ended_instances"
-    return f"""({_instance_sweep_ctes()}
-        SELECT m.machine, s.t, s.{count} AS instances FROM steps AS s JOIN machine_ids AS m USING (machine_id))"""
-
-
-def machine_instance_levels_sql() -> str:
-    """A FROM item: per machine, way of counting (`held_open`: instances without an end held to
-    the window end, else left out) and number of instances running at once, the seconds spent at
-    it in the window (`machine`, `held_open`, `instances`, `seconds`).
-
-    From the steps of `machine_instance_steps_sql`: a step with instances running lasts until the
-    next event, which is always the same machine's (its last event brings it back to 0); the
-    machine's time at 0 is the rest of the window. Summed per machine id before the names are
-    joined back."""
-    return f"""({_instance_sweep_ctes()},
-        busy AS (
-            SELECT machine_id, true AS held_open, instances, sum(next_t - t) AS seconds
-            FROM steps WHERE instances > 0 AND next_t > t GROUP BY machine_id, instances
-            UNION ALL
-            SELECT machine_id, false AS held_open, ended_instances AS instances, sum(next_t - t) AS seconds
-            FROM steps WHERE ended_instances > 0 AND next_t > t GROUP BY machine_id, ended_instances),
-        levels AS (
-            SELECT machine_id, held_open, instances, seconds FROM busy
-            UNION ALL
-            SELECT m.machine_id, v.held_open, 0 AS instances,
-                   (SELECT t1 - t0 FROM bounds) - coalesce(sum(b.seconds), 0) AS seconds
-            FROM machine_ids AS m CROSS JOIN (VALUES (true), (false)) AS v(held_open)
-            LEFT JOIN busy AS b ON b.machine_id = m.machine_id AND b.held_open = v.held_open
-            GROUP BY m.machine_id, v.held_open)
-        SELECT m.machine, l.held_open, l.instances, l.seconds
-        FROM levels AS l JOIN machine_ids AS m USING (machine_id) WHERE l.seconds > 0)"""
+    The window runs from the first instance start to the last start or end. `held_open` True holds
+    instances without an end open to the window end; False leaves them out (the window and the
+    machines stay those of every instance). Event sweep (`ddlx.analysis.sweeps.level_seconds`): +1
+    at an instance's start and -1 at its end on its machine, one sort serving both ways of
+    counting; machines are numbered first so that the sort keys are integers. A machine's time at
+    0 is the rest of the window."""
+    t0, t1 = ctx.one_row(f"""SELECT min(start_time) AS t0, greatest(max(start_time), max(end_time)) AS t1
+                             FROM pai_instance_table WHERE {_SWEPT_INSTANCES}""").values()
+    machines = ctx.query(f"""SELECT machine, (row_number() OVER (ORDER BY machine))::BIGINT AS key
+                             FROM (SELECT DISTINCT machine FROM pai_instance_table WHERE {_SWEPT_INSTANCES})""")
+    if machines.is_empty():
+        return pl.DataFrame(schema={"machine": pl.String, "held_open": pl.Boolean, "instances": pl.Int64,
+                                    "seconds": pl.Float64})
+    with registered(ctx, machines, "pai_machine_keys") as keys:
+        events = f"""(
+            WITH runs AS (
+                SELECT k.key, i.start_time AS s, coalesce(i.end_time, {sql_float(t1)}) AS e,
+                       CASE WHEN i.end_time IS NULL THEN 0 ELSE 1 END AS ended
+                FROM pai_instance_table AS i JOIN {keys} AS k USING (machine) WHERE {_SWEPT_INSTANCES})
+            SELECT key, s AS t, 1 AS held, ended FROM runs
+            UNION ALL SELECT key, e AS t, -1 AS held, -ended AS ended FROM runs)"""
+        busy = level_seconds(ctx, events, ("held", "ended"))
+    span = t1 - t0
+    busy = busy.select("key", (pl.col("count") == "held").alias("held_open"), pl.col("level").alias("instances"),
+                       "seconds")
+    idle = (machines.select("key").join(pl.DataFrame({"held_open": [True, False]}), how="cross")
+            .join(busy.group_by("key", "held_open").agg(pl.col("seconds").sum().alias("busy")),
+                  on=["key", "held_open"], how="left")
+            .select("key", "held_open", pl.lit(0, pl.Int64).alias("instances"),
+                    (span - pl.col("busy").fill_null(0.0)).alias("seconds")))
+    return (pl.concat([busy, idle]).filter(pl.col("seconds") > 0)
+            .join(machines, on="key").select("machine", "held_open", "instances", "seconds"))
 
 
 def colocation_distribution(ctx: TraceContext) -> pl.DataFrame:
@@ -332,10 +294,11 @@ def _colocation_distributions(ctx: TraceContext) -> pl.DataFrame:
     spec = ("(SELECT machine, any_value(gpu_type) AS gpu_type FROM pai_machine_spec GROUP BY machine)"
             if ctx.has("pai_machine_spec") else
             "(SELECT NULL::VARCHAR AS machine, NULL::VARCHAR AS gpu_type WHERE false)")
-    return ctx.query(f"""
+    with registered(ctx, machine_instance_levels(ctx), "pai_machine_levels") as machine_levels:
+        return ctx.query(f"""
         WITH typed AS (
             SELECT coalesce(m.gpu_type, 'unknown') AS machine_gpu_type, p.held_open, p.instances, p.seconds
-            FROM {machine_instance_levels_sql()} AS p
+            FROM {machine_levels} AS p
             LEFT JOIN {spec} AS m USING (machine)),
         levels AS (
             SELECT held_open,

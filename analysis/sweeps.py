@@ -1,0 +1,82 @@
+"""Event sweeps streamed out of DuckDB: the time a running count spends at each level.
+
+A sweep sorts +1/-1 events by key and time and keeps running sums. DuckDB's running-sum windows
+over tens of millions of events cost several times the sort itself, so the sort is left to DuckDB
+(in parallel, spilling past its memory limit) and the running sums are taken here, over the sorted
+rows streamed in batches: memory stays that of one batch whatever the number of events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from ddlx.analysis.context import TraceContext
+
+#: Sorted events taken from DuckDB at a time.
+BATCH_ROWS = 1 << 20
+
+#: Columns of `level_seconds`.
+LEVEL_SECONDS_SCHEMA = pl.Schema({"key": pl.Int64, "count": pl.String, "level": pl.Int64, "seconds": pl.Float64})
+
+
+def level_seconds(ctx: TraceContext, events: str, counts: Sequence[str], batch_rows: int = BATCH_ROWS) -> pl.DataFrame:
+    """Seconds each running count spends at each level above 0, per key.
+
+    `events` is a FROM item with `key` (an integer: what the counts are kept for, e.g. a machine),
+    `t` (seconds) and the `counts` columns (integers: the change of each count at `t`). Within a
+    key, every count's changes must sum to 0 (all that starts on a key ends on it), so each count
+    is back at 0 after the key's last event. The level after an event lasts until the key's next
+    event; events at one instant are taken together (the zero-length levels between them count
+    nothing), so the order of ties does not matter.
+
+    Rows: `key`, `count` (the name of the count), `level` (Int64, > 0) and `seconds` (Float64, the
+    time at that level summed over the key's steps). Keys and counts never above 0 have no rows.
+    """
+    names = list(counts)
+    columns = ", ".join(f"CAST({name} AS BIGINT) AS {name}" for name in names)
+    batches = ctx.batches(f"SELECT key, CAST(t AS DOUBLE) AS t, {columns} FROM {events} ORDER BY key, t", batch_rows)
+    running = np.zeros(len(names), dtype=np.int64)
+    pending: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # key, t, levels of the last row so far
+    sums: list[pl.DataFrame] = []  # per batch: key, count, level, seconds
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        key = batch.column(0).to_numpy().astype(np.int64)
+        t = batch.column(1).to_numpy()
+        levels = np.cumsum(np.column_stack([batch.column(2 + i).to_numpy() for i in range(len(names))]), axis=0)
+        levels += running
+        running = levels[-1].copy()
+        if pending is not None:
+            key = np.concatenate([pending[0], key])
+            t = np.concatenate([pending[1], t])
+            levels = np.concatenate([pending[2], levels])
+        pending = (key[-1:], t[-1:], levels[-1:])
+        seconds = t[1:] - t[:-1]
+        step = (seconds > 0) & (key[1:] == key[:-1])
+        for i in range(len(names)):
+            keep = step & (levels[:-1, i] > 0)
+            if keep.any():
+                sums.append(_summed_steps(key[:-1][keep], levels[:-1, i][keep], seconds[keep], i))
+    if not sums:
+        return pl.DataFrame(schema=LEVEL_SECONDS_SCHEMA)
+    frame = pl.concat(sums).group_by("key", "count", "level").agg(pl.col("seconds").sum())
+    return frame.select("key", pl.col("count").replace_strict(dict(enumerate(names)), return_dtype=pl.String),
+                        "level", "seconds")
+
+
+def _summed_steps(key: np.ndarray, level: np.ndarray, seconds: np.ndarray, count: int) -> pl.DataFrame:
+    """Seconds summed per key and level of one batch's steps. The keys come sorted, so a batch
+    spans few of them and a dense table of its keys x levels is small."""
+    new_key = np.flatnonzero(key[1:] != key[:-1]) + 1
+    keys = key[np.concatenate([[0], new_key])]
+    rank = np.zeros(len(key), dtype=np.int64)
+    rank[new_key] = 1
+    rank = np.cumsum(rank)
+    width = int(level.max()) + 1
+    cells = np.bincount(rank * width + level, weights=seconds, minlength=len(keys) * width)
+    cell = np.flatnonzero(cells)
+    return pl.DataFrame({"key": keys[cell // width], "count": np.full(len(cell), count, dtype=np.int8),
+                         "level": cell % width, "seconds": cells[cell]})

@@ -1,0 +1,70 @@
+"""The streamed event sweep (`ddlx.analysis.sweeps.level_seconds`) against counting by hand, one
+second at a time, over random intervals, with batches small enough to cut through keys and ties."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from ddlx.analysis.context import TraceContext
+from ddlx.analysis.sweeps import level_seconds
+from ddlx.errors import CatalogError
+
+
+def _context() -> TraceContext:
+    return TraceContext(home=Path("."), trace="t", con=duckdb.connect(), tables=set(), synthetic=False, source_tz=None)
+
+
+def _intervals(seed: int) -> list[tuple[int, int, int, bool]]:
+    """(key, start, end, counted by the second count) with integer seconds; many ties."""
+    rng = random.Random(seed)
+    rows = []
+    for key in rng.sample(range(1, 50), 6):
+        for _ in range(rng.randint(1, 12)):
+            start = rng.randint(0, 30)
+            rows.append((key, start, start + rng.randint(0, 15), rng.random() < 0.6))
+    return rows
+
+
+def _by_hand(rows: list[tuple[int, int, int, bool]]) -> Counter:
+    """(key, count, level) -> seconds, from the number of intervals covering each second."""
+    seconds: Counter = Counter()
+    for key in {r[0] for r in rows}:
+        mine = [r for r in rows if r[0] == key]
+        for second in range(min(r[1] for r in mine), max(r[2] for r in mine)):
+            covering = [r for r in mine if r[1] <= second < r[2]]
+            for count, level in (("every", len(covering)), ("counted", sum(r[3] for r in covering))):
+                if level > 0:
+                    seconds[(key, count, level)] += 1
+    return seconds
+
+
+@pytest.mark.parametrize("batch_rows", [1, 2, 3, 7, 1000])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_level_seconds_match_counting_second_by_second(seed: int, batch_rows: int) -> None:
+    rows = _intervals(seed)
+    ctx = _context()
+    ctx.con.register("intervals", pl.DataFrame(rows, schema=["key", "s", "e", "counted"], orient="row"))
+    events = """(SELECT key, s AS t, 1 AS all_, CASE WHEN counted THEN 1 ELSE 0 END AS some_ FROM intervals
+                 UNION ALL SELECT key, e AS t, -1, CASE WHEN counted THEN -1 ELSE 0 END FROM intervals)"""
+    frame = level_seconds(ctx, f"(SELECT key, t, all_ AS every, some_ AS counted FROM {events})", ("every", "counted"),
+                          batch_rows=batch_rows)
+    got = {(r["key"], r["count"], r["level"]): r["seconds"] for r in frame.to_dicts()}
+    assert got == dict(_by_hand(rows))
+    assert frame.schema == pl.Schema({"key": pl.Int64, "count": pl.String, "level": pl.Int64, "seconds": pl.Float64})
+
+
+def test_level_seconds_without_events_is_empty() -> None:
+    ctx = _context()
+    frame = level_seconds(ctx, "(SELECT 1 AS key, 0.0 AS t, 1 AS n WHERE false)", ("n",))
+    assert frame.is_empty() and frame.columns == ["key", "count", "level", "seconds"]
+
+
+def test_a_failing_sweep_query_is_a_catalog_error() -> None:
+    with pytest.raises(CatalogError, match="analysis query failed"):
+        level_seconds(_context(), "no_such_table", ("n",))
