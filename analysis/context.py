@@ -145,13 +145,17 @@ class TraceContext:
         is read in order without being held whole); errors as `query`."""
         try:
             reader = self.con.sql(sql).to_arrow_reader(rows)
-            while True:
-                try:
-                    yield reader.read_next_batch()
-                except StopIteration:
-                    return
         except duckdb.Error as exc:
             raise self._failed(exc) from None
+        with reader:
+            while True:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    return
+                except duckdb.Error as exc:
+                    raise self._failed(exc) from None
+                yield batch
 
     def execute(self, sql: str) -> None:
         """Run a statement that returns nothing to keep (e.g. CREATE TEMP TABLE); errors as `query`."""

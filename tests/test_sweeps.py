@@ -68,3 +68,11 @@ def test_level_seconds_without_events_is_empty() -> None:
 def test_a_failing_sweep_query_is_a_catalog_error() -> None:
     with pytest.raises(CatalogError, match="analysis query failed"):
         level_seconds(_context(), "no_such_table", ("n",))
+
+
+def test_a_batch_stream_left_early_frees_the_connection() -> None:
+    ctx = _context()
+    batches = ctx.batches("SELECT * FROM range(2000000) ORDER BY range DESC", 1000)
+    assert next(batches).column(0).to_pylist()[:2] == [1999999, 1999998]
+    batches.close()
+    assert ctx.query("SELECT 42 AS x")["x"].to_list() == [42]

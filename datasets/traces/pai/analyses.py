@@ -232,6 +232,16 @@ def pai_usage_ratio_cdf(ctx: TraceContext, usage: str | None = None) -> pl.DataF
         {"value": "usage_ratio", "rows": "tasks"})
 
 
+def pai_request_vs_usage_tables(ctx: TraceContext) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`pai_request_vs_usage` and `pai_usage_ratio_cdf` from one join of tasks with their sensor
+    rows, computed once per run (the papers' figures read the first, the utilization module both)."""
+    def compute() -> tuple[pl.DataFrame, pl.DataFrame]:
+        with materialized(ctx, f"SELECT * FROM {pai_task_usage_sql()}", "pai_task_usage") as usage:
+            return pai_request_vs_usage(ctx, usage), pai_usage_ratio_cdf(ctx, usage)
+
+    return ctx.once("pai_request_vs_usage_tables", compute)
+
+
 # ---------------------------------------------------------------------------------------------
 # Co-location
 # ---------------------------------------------------------------------------------------------
@@ -503,10 +513,9 @@ def _requests(ctx: TraceContext, result: ModuleResult) -> None:
                     "the trace records no per-task requests beside measured usage (PAI task and sensor tables)")
         return
     defs = ("utilization.pai_task_usage_ratio", "utilization.pai_task_over_request")
-    with materialized(ctx, f"SELECT * FROM {pai_task_usage_sql()}", "pai_task_usage") as usage:
-        table = result.add("pai_request_vs_usage", pai_request_vs_usage(ctx, usage), defs, "a resource, over tasks")
-        result.add("pai_usage_ratio_cdf", pai_usage_ratio_cdf(ctx, usage), defs + (CDF_STEP,),
-                   "a probability of the CDF of one resource")
+    comparison, cdf = pai_request_vs_usage_tables(ctx)
+    table = result.add("pai_request_vs_usage", comparison, defs, "a resource, over tasks")
+    result.add("pai_usage_ratio_cdf", cdf, defs + (CDF_STEP,), "a probability of the CDF of one resource")
     for row in table.to_dicts():
         label = row["resource"].upper()
         population = f"{row['tasks']:,} tasks with a {label} request and a sensor row"

@@ -3,7 +3,7 @@ NSDI'22 paper "MLaaS in the Wild" and the release's own analysis notebook and si
 
 - requests above usage: the notebook's printed shares of tasks whose plan exceeds their measured
   usage (GPU, memory, CPU), counted with ddlx's own per-task join (`pai_task_usage_sql` of
-  `analyses.py`, through `pai_request_vs_usage`), whose reading the definition maps onto the
+  `analyses.py`, through `pai_request_vs_usage_tables`), whose reading the definition maps onto the
   notebook's;
 - tasks by GPU request and by GPU type: the notebook's two bar charts, over the notebook's tasks
   (tasks of pai_task_table with a job in pai_job_table and an instance in pai_instance_table);
@@ -16,7 +16,7 @@ from __future__ import annotations
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.datasets.sqltext import sql_string
-from ddlx.datasets.traces.pai.analyses import PAI_RESOURCES, pai_request_vs_usage
+from ddlx.datasets.traces.pai.analyses import PAI_RESOURCES, pai_request_vs_usage_tables
 from ddlx.reproduce.model import Profile, PublishedFigure, require_tables, rounded, within
 
 _PAPER = ("Weng et al., \"MLaaS in the Wild: Workload Analysis and Scheduling in Large-Scale Heterogeneous "
@@ -101,7 +101,7 @@ def _share_above(resource: str):
 
     def compute(ctx: TraceContext) -> float | None:
         require_tables(ctx, "pai_task_table", "pai_sensor_table")
-        rows = ctx.once("pai_request_vs_usage", lambda: pai_request_vs_usage(ctx)).filter(resource=resource)
+        rows = pai_request_vs_usage_tables(ctx)[0].filter(resource=resource)
         if rows.is_empty():
             return None
         return 100.0 * rows["over_requesting_share"][0]
