@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -191,12 +192,38 @@ def bound_memory(con: duckdb.DuckDBPyConnection, spill_dir: Path) -> None:
     con.execute(f"SET temp_directory = {sql_string(str(spill_dir))}")
 
 
+def _remove_stale_spill(parent: Path) -> None:
+    """Remove the spill folders (`<host>.<pid>.<id>`) of ddlx processes of this host that are gone:
+    a run that is killed cannot remove its own. Other hosts' folders are left alone."""
+    if not parent.is_dir():
+        return
+    host = socket.gethostname()
+    for folder in parent.iterdir():
+        owner, _, rest = folder.name.rpartition(".")[0].rpartition(".")
+        if owner != host or not rest.isdigit() or _process_alive(int(rest)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def spill_folder(home: Path) -> Iterator[Path]:
     """A fresh folder for DuckDB to spill into, removed at the end: in the data home (on the disk
-    the data are on), else, where the home is read-only, in the system's temporary folder."""
+    the data are on), else, where the home is read-only, in the system's temporary folder. Folders
+    that killed runs of this host left behind are removed first."""
     try:
-        folder = home / ".spill" / uuid.uuid4().hex[:12]
+        parent = home / ".spill"
+        _remove_stale_spill(parent)
+        folder = parent / f"{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:12]}"
         folder.mkdir(parents=True)
     except OSError:
         folder = Path(tempfile.mkdtemp(prefix="ddlx-spill-"))
