@@ -165,7 +165,6 @@ def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] 
     """
     select_groups = "".join(f"{g}, " for g in groups)
     group_by = f"GROUP BY {', '.join(groups)}" if groups else ""
-    order = "".join(f"{g}, " for g in groups)
     return ctx.query(f"""
         SELECT {select_groups}unnest({double_list_sql(probabilities)}) AS probability,
                unnest(quantiles) AS value, rows FROM (
@@ -173,7 +172,7 @@ def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] 
                    count(*) AS rows
             FROM (SELECT {select_groups}{value} AS value FROM {source} WHERE ({where}) AND {value} IS NOT NULL)
             {group_by} HAVING count(*) > 0)
-        ORDER BY {order}probability""")
+        ORDER BY {select_groups}probability""")
 
 
 def trace_end_sql(ctx: TraceContext) -> str:

@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 import pytest
 
+from ddlx.analysis import sweeps
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.sweeps import level_seconds
 from ddlx.errors import CatalogError
@@ -46,14 +47,18 @@ def _by_hand(rows: list[tuple[int, int, int, bool]]) -> Counter:
 
 @pytest.mark.parametrize("batch_rows", [1, 2, 3, 7, 1000])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_level_seconds_match_counting_second_by_second(seed: int, batch_rows: int) -> None:
+@pytest.mark.parametrize("events_per_sort", [None, 9])
+def test_level_seconds_match_counting_second_by_second(seed: int, batch_rows: int, events_per_sort: int | None,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     rows = _intervals(seed)
     ctx = _context()
     ctx.con.register("intervals", pl.DataFrame(rows, schema=["key", "s", "e", "counted"], orient="row"))
     events = """(SELECT key, s AS t, 1 AS all_, CASE WHEN counted THEN 1 ELSE 0 END AS some_ FROM intervals
                  UNION ALL SELECT key, e AS t, -1, CASE WHEN counted THEN -1 ELSE 0 END FROM intervals)"""
+    if events_per_sort:  # keys swept in several groups, one sort each
+        monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", events_per_sort)
     frame = level_seconds(ctx, f"(SELECT key, t, all_ AS every, some_ AS counted FROM {events})", ("every", "counted"),
-                          batch_rows=batch_rows)
+                          events_count=2 * len(rows), batch_rows=batch_rows)
     got = {(r["key"], r["count"], r["level"]): r["seconds"] for r in frame.to_dicts()}
     assert got == dict(_by_hand(rows))
     assert frame.schema == pl.Schema({"key": pl.Int64, "count": pl.String, "level": pl.Int64, "seconds": pl.Float64})

@@ -263,22 +263,24 @@ def machine_instance_levels(ctx: TraceContext) -> pl.DataFrame:
     at an instance's start and -1 at its end on its machine, one sort serving both ways of
     counting; machines are numbered first so that the sort keys are integers. A machine's time at
     0 is the rest of the window."""
-    t0, t1 = ctx.one_row(f"""SELECT min(start_time) AS t0, greatest(max(start_time), max(end_time)) AS t1
-                             FROM pai_instance_table WHERE {_SWEPT_INSTANCES}""").values()
-    machines = ctx.query(f"""SELECT machine, (row_number() OVER (ORDER BY machine))::BIGINT AS key
+    t0, t1, runs = ctx.one_row(f"""SELECT min(start_time) AS t0, greatest(max(start_time), max(end_time)) AS t1,
+                                         count(*) AS runs
+                                  FROM pai_instance_table WHERE {_SWEPT_INSTANCES}""").values()
+    machines = ctx.query(f"""SELECT machine, (row_number() OVER (ORDER BY machine))::INTEGER AS key
                              FROM (SELECT DISTINCT machine FROM pai_instance_table WHERE {_SWEPT_INSTANCES})""")
     if machines.is_empty():
         return pl.DataFrame(schema={"machine": pl.String, "held_open": pl.Boolean, "instances": pl.Int64,
                                     "seconds": pl.Float64})
     with registered(ctx, machines, "pai_machine_keys") as keys:
         events = f"""(
-            WITH runs AS (
+            WITH runs AS NOT MATERIALIZED (
                 SELECT k.key, i.start_time AS s, coalesce(i.end_time, {sql_float(t1)}) AS e,
                        CASE WHEN i.end_time IS NULL THEN 0 ELSE 1 END AS ended
                 FROM pai_instance_table AS i JOIN {keys} AS k USING (machine) WHERE {_SWEPT_INSTANCES})
             SELECT key, s AS t, 1 AS held, ended FROM runs
             UNION ALL SELECT key, e AS t, -1 AS held, -ended AS ended FROM runs)"""
-        busy = level_seconds(ctx, events, ("held", "ended"))
+        busy = level_seconds(ctx, events, ("held", "ended"), events_count=2 * runs)
+    machines = machines.with_columns(pl.col("key").cast(pl.Int64))
     span = t1 - t0
     busy = busy.select("key", (pl.col("count") == "held").alias("held_open"), pl.col("level").alias("instances"),
                        "seconds")
