@@ -3,7 +3,8 @@
 A sweep sorts +1/-1 events by key and time and keeps running sums. DuckDB's running-sum windows
 over tens of millions of events cost several times the sort itself, so the sort is left to DuckDB
 (in parallel, spilling past its memory limit) and the running sums are taken here, over the sorted
-rows streamed in batches: memory stays that of one batch whatever the number of events.
+rows streamed in batches. Keys are sorted in groups of a bounded number of events, so the sort's
+memory and the batch's stay the same whatever the number of events.
 """
 
 from __future__ import annotations
@@ -95,11 +96,9 @@ def _swept(batches: Iterator[pa.RecordBatch], counts: int) -> list[pl.DataFrame]
 def _summed_steps(key: np.ndarray, level: np.ndarray, seconds: np.ndarray, count: int) -> pl.DataFrame:
     """Seconds summed per key and level of one batch's steps. The keys come sorted, so a batch
     spans few of them and a dense table of its keys x levels is small."""
-    new_key = np.flatnonzero(key[1:] != key[:-1]) + 1
-    keys = key[np.concatenate([[0], new_key])]
-    rank = np.zeros(len(key), dtype=np.int64)
-    rank[new_key] = 1
-    rank = np.cumsum(rank)
+    changes = key[1:] != key[:-1]
+    rank = np.concatenate([[0], np.cumsum(changes)])  # index of each step's key among the batch's keys
+    keys = key[np.concatenate([[0], np.flatnonzero(changes) + 1])]
     width = int(level.max()) + 1
     cells = np.bincount(rank * width + level, weights=seconds, minlength=len(keys) * width)
     cell = np.flatnonzero(cells)
