@@ -1,22 +1,29 @@
-"""Event sweeps streamed out of DuckDB: the time a running count spends at each level.
+"""Interval sweeps streamed out of DuckDB: the time a running count spends at each level.
 
-A sweep sorts +1/-1 events by key and time and keeps running sums. DuckDB's running-sum windows
-over tens of millions of events cost several times the sort itself, so the sort is left to DuckDB
-(in parallel, spilling past its memory limit) and the running sums are taken here, over the sorted
-rows streamed in batches. Keys are sorted in groups of a bounded number of events, so the sort's
-memory and the batch's stay the same whatever the number of events.
+A sweep turns intervals into +w/-w events, sorts them by key and time and keeps running sums.
+DuckDB's running-sum windows over tens of millions of events cost several times the sort itself,
+so the sort is left to DuckDB (in parallel, spilling past its memory limit) and the running sums
+are taken here, over the sorted rows streamed in batches. When the events are many, the intervals
+are first written once to scratch Parquet files, one per group of keys, and each group is sorted
+on its own: the sort's memory and the batch's stay the same whatever the number of events, and
+the intervals are read from the catalog once, not once per group.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from ddlx.analysis.context import TraceContext
+from ddlx.datasets.sqltext import sql_string
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -28,41 +35,72 @@ BATCH_ROWS = 1 << 20
 #: well within the default memory limit).
 EVENTS_PER_SORT = 1 << 23
 
-#: Columns of `level_seconds`.
-LEVEL_SECONDS_SCHEMA = pl.Schema({"key": pl.Int64, "count": pl.String, "level": pl.Int64, "seconds": pl.Float64})
 
-
-def level_seconds(ctx: TraceContext, events: str, counts: Sequence[str], events_count: int | None = None,
+def level_seconds(ctx: TraceContext, intervals: str, counts: Sequence[str], intervals_count: int | None = None,
                   batch_rows: int = BATCH_ROWS) -> pl.DataFrame:
     """Seconds each running count spends at each level above 0, per key.
 
-    `events` is a FROM item with `key` (an integer: what the counts are kept for, e.g. a machine),
-    `t` (seconds) and the `counts` columns (32-bit integers, to keep DuckDB's sort narrow: the change
-    of each count at `t`). Within a key, every count's changes must sum to 0 (all that starts on a
-    key ends on it), so each count is back at 0 after the key's last event. The level after an event
-    lasts until the key's next event; events at one instant are taken together (the zero-length
-    levels between them count nothing), so the order of ties does not matter.
+    `intervals` is a FROM item with `key` (an integer: what the counts are kept for, e.g. a machine),
+    `t_start` and `t_end` (seconds, `t_end >= t_start`) and the `counts` columns (integers: what the
+    interval adds to each count while it lasts, e.g. 1, or 0 for an interval a count leaves out).
+    The level after a change lasts until the key's next change; changes at one instant are taken
+    together (the zero-length levels between them count nothing), so the order of ties does not
+    matter.
 
-    Rows: `key`, `count` (the name of the count), `level` (Int64, > 0) and `seconds` (Float64, the
-    time at that level summed over the key's steps). Keys and counts never above 0 have no rows.
+    Rows (`level_seconds_schema`): `key`, `count` (the name of the count), `level` (Int64, > 0) and
+    `seconds` (Float64, the time at that level summed over the key's steps). Keys and counts never
+    above 0 have no rows.
 
-    `events_count`, how many events there are (about), splits the keys into groups sorted one after
-    the other, each of about `EVENTS_PER_SORT` events, so that the sort's memory does not grow with
-    the trace (each group reads `events` again).
+    `intervals_count`, how many intervals there are (about), splits the keys into groups of about
+    `EVENTS_PER_SORT` events (two per interval), written once to scratch files in DuckDB's temporary
+    folder and sorted one after the other, so that the sort's memory does not grow with the trace.
     """
     names = list(counts)
-    columns = ", ".join(f"CAST({name} AS INTEGER) AS {name}" for name in names)
-    groups = max(1, math.ceil((events_count or 0) / EVENTS_PER_SORT))
-    sums: list[pl.DataFrame] = []  # per batch: key, count, level, seconds
-    for group in range(groups):
-        where = f"WHERE (key % {groups} + {groups}) % {groups} = {group}" if groups > 1 else ""
-        sql = f"SELECT key, CAST(t AS DOUBLE) AS t, {columns} FROM {events} {where} ORDER BY key, t"
-        sums += _swept(ctx.batches(sql, batch_rows), len(names))
-    if not sums:
-        return pl.DataFrame(schema=LEVEL_SECONDS_SCHEMA)
-    frame = pl.concat(sums).group_by("key", "count", "level").agg(pl.col("seconds").sum())
-    return frame.select("key", pl.col("count").replace_strict(dict(enumerate(names)), return_dtype=pl.String),
-                        "level", "seconds")
+    weights = ", ".join(f"CAST({name} AS INTEGER) AS {name}" for name in names)
+    typed = (f"(SELECT key, CAST(t_start AS DOUBLE) AS t_start, CAST(t_end AS DOUBLE) AS t_end, {weights} "
+             f"FROM {intervals})")
+    groups = max(1, math.ceil(2 * (intervals_count or 0) / EVENTS_PER_SORT))
+    swept: list[pl.DataFrame] = []  # per group of keys: key, count, level, seconds
+    with _key_groups(ctx, typed, groups) as parts:
+        for part in parts:
+            ends = ", ".join(f"-{name}" for name in names)
+            sql = f"""SELECT key, t_start AS t, {", ".join(names)} FROM {part}
+                      UNION ALL SELECT key, t_end, {ends} FROM {part}
+                      ORDER BY key, t"""
+            sums = _swept(ctx.batches(sql, batch_rows), len(names))
+            if sums:  # a key's steps may span batches, never groups
+                swept.append(pl.concat(sums).group_by("key", "count", "level").agg(pl.col("seconds").sum()))
+    schema = level_seconds_schema(names)
+    if not swept:
+        return pl.DataFrame(schema=schema)
+    return pl.concat(swept).select(
+        "key", pl.col("count").replace_strict(dict(enumerate(names)), return_dtype=schema["count"]), "level", "seconds")
+
+
+def level_seconds_schema(counts: Sequence[str]) -> pl.Schema:
+    """Columns of `level_seconds` (`count` an enum of the counts' names: one small integer a row)."""
+    return pl.Schema({"key": pl.Int64, "count": pl.Enum(list(counts)), "level": pl.Int64, "seconds": pl.Float64})
+
+
+@contextlib.contextmanager
+def _key_groups(ctx: TraceContext, intervals: str, groups: int) -> Iterator[list[str]]:
+    """FROM items holding `intervals` split into `groups` groups of keys: the query itself for one
+    group; else one scratch Parquet folder per group (key modulo `groups`), written in one pass
+    and removed at the end."""
+    if groups == 1:
+        yield [intervals]
+        return
+    scratch = Path(ctx.one_row("SELECT current_setting('temp_directory') AS folder")["folder"])
+    scratch.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="sweep-", dir=scratch))
+    try:
+        ctx.execute(f"""COPY (SELECT *, (key % {groups} + {groups}) % {groups} AS key_group FROM {intervals})
+                        TO {sql_string(str(folder / "groups"))} (FORMAT parquet, PARTITION_BY (key_group))""")
+        written = sorted(folder.glob("groups/key_group=*"), key=lambda path: int(path.name.split("=")[1]))
+        yield [f"read_parquet({sql_string(str(path / '*.parquet'))}, hive_partitioning = false)"
+               for path in written]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _swept(batches: Iterator[pa.RecordBatch], counts: int) -> list[pl.DataFrame]:

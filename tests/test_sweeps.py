@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 import pytest
 
 from ddlx.analysis import sweeps
@@ -17,8 +19,11 @@ from ddlx.analysis.sweeps import level_seconds
 from ddlx.errors import CatalogError
 
 
-def _context() -> TraceContext:
-    return TraceContext(home=Path("."), trace="t", con=duckdb.connect(), tables=set(), synthetic=False, source_tz=None)
+def _context(scratch: Path | None = None) -> TraceContext:
+    con = duckdb.connect()
+    if scratch is not None:
+        con.execute(f"SET temp_directory = '{scratch}'")
+    return TraceContext(home=Path("."), trace="t", con=con, tables=set(), synthetic=False, source_tz=None)
 
 
 def _intervals(seed: int) -> list[tuple[int, int, int, bool]]:
@@ -49,24 +54,43 @@ def _by_hand(rows: list[tuple[int, int, int, bool]]) -> Counter:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("events_per_sort", [None, 9])
 def test_level_seconds_match_counting_second_by_second(seed: int, batch_rows: int, events_per_sort: int | None,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+                                                      monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     rows = _intervals(seed)
-    ctx = _context()
+    ctx = _context(tmp_path / "spill")
     ctx.con.register("intervals", pl.DataFrame(rows, schema=["key", "s", "e", "counted"], orient="row"))
-    events = """(SELECT key, s AS t, 1 AS all_, CASE WHEN counted THEN 1 ELSE 0 END AS some_ FROM intervals
-                 UNION ALL SELECT key, e AS t, -1, CASE WHEN counted THEN -1 ELSE 0 END FROM intervals)"""
-    if events_per_sort:  # keys swept in several groups, one sort each
+    if events_per_sort:  # keys swept in several groups, written to scratch files and sorted one by one
         monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", events_per_sort)
-    frame = level_seconds(ctx, f"(SELECT key, t, all_ AS every, some_ AS counted FROM {events})", ("every", "counted"),
-                          events_count=2 * len(rows), batch_rows=batch_rows)
+    frame = level_seconds(ctx, """(SELECT key, s AS t_start, e AS t_end, 1 AS every,
+                                          CASE WHEN counted THEN 1 ELSE 0 END AS counted FROM intervals)""",
+                          ("every", "counted"), intervals_count=len(rows), batch_rows=batch_rows)
     got = {(r["key"], r["count"], r["level"]): r["seconds"] for r in frame.to_dicts()}
     assert got == dict(_by_hand(rows))
-    assert frame.schema == pl.Schema({"key": pl.Int64, "count": pl.String, "level": pl.Int64, "seconds": pl.Float64})
+    assert frame.schema == pl.Schema({"key": pl.Int64, "count": pl.Enum(["every", "counted"]), "level": pl.Int64,
+                                      "seconds": pl.Float64})
+    assert not list((tmp_path / "spill").glob("sweep-*"))  # the scratch files are gone
+
+
+def test_level_seconds_in_groups_reads_the_intervals_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Split into groups, the intervals are read once, by the scratch write: the groups are sorted
+    from the scratch files, so the sweep works with the source gone before the first sort."""
+    ctx = _context(tmp_path)
+    ctx.execute("CREATE TABLE source AS SELECT range AS key, range AS t_start, 2 * range + 5 AS t_end, 1 AS n "
+                "FROM range(40)")
+    monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", 4)
+    sort = TraceContext.batches
+
+    def drop_then_sort(self: TraceContext, sql: str, rows: int) -> Iterator[pa.RecordBatch]:
+        self.con.execute("DROP TABLE IF EXISTS source")
+        return sort(self, sql, rows)
+
+    monkeypatch.setattr(TraceContext, "batches", drop_then_sort)
+    frame = level_seconds(ctx, "source", ("n",), intervals_count=40)
+    assert dict(zip(frame["key"], frame["seconds"])) == {key: float(key + 5) for key in range(40)}
 
 
 def test_level_seconds_without_events_is_empty() -> None:
     ctx = _context()
-    frame = level_seconds(ctx, "(SELECT 1 AS key, 0.0 AS t, 1 AS n WHERE false)", ("n",))
+    frame = level_seconds(ctx, "(SELECT 1 AS key, 0.0 AS t_start, 1.0 AS t_end, 1 AS n WHERE false)", ("n",))
     assert frame.is_empty() and frame.columns == ["key", "count", "level", "seconds"]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
+import numpy as np
 import polars as pl
 
 from ddlx.analysis.allocation import materialized, registered
@@ -259,8 +260,8 @@ def machine_instance_levels(ctx: TraceContext) -> pl.DataFrame:
 
     The window runs from the first instance start to the last start or end. `held_open` True holds
     instances without an end open to the window end; False leaves them out (the window and the
-    machines stay those of every instance). Event sweep (`ddlx.analysis.sweeps.level_seconds`): +1
-    at an instance's start and -1 at its end on its machine, one sort serving both ways of
+    machines stay those of every instance). Interval sweep (`ddlx.analysis.sweeps.level_seconds`): each
+    instance counts 1 on its machine from its start to its end, one sort serving both ways of
     counting; machines are numbered first so that the sort keys are integers. A machine's time at
     0 is the rest of the window."""
     t0, t1, runs = ctx.one_row(f"""SELECT min(start_time) AS t0, greatest(max(start_time), max(end_time)) AS t1,
@@ -272,25 +273,21 @@ def machine_instance_levels(ctx: TraceContext) -> pl.DataFrame:
         return pl.DataFrame(schema={"machine": pl.String, "held_open": pl.Boolean, "instances": pl.Int64,
                                     "seconds": pl.Float64})
     with registered(ctx, machines, "pai_machine_keys") as keys:
-        events = f"""(
-            WITH runs AS NOT MATERIALIZED (
-                SELECT k.key, i.start_time AS s, coalesce(i.end_time, {sql_float(t1)}) AS e,
-                       CASE WHEN i.end_time IS NULL THEN 0 ELSE 1 END AS ended
-                FROM pai_instance_table AS i JOIN {keys} AS k USING (machine) WHERE {_SWEPT_INSTANCES})
-            SELECT key, s AS t, 1 AS held, ended FROM runs
-            UNION ALL SELECT key, e AS t, -1 AS held, -ended AS ended FROM runs)"""
-        busy = level_seconds(ctx, events, ("held", "ended"), events_count=2 * runs)
-    machines = machines.with_columns(pl.col("key").cast(pl.Int64))
-    span = t1 - t0
-    busy = busy.select("key", (pl.col("count") == "held").alias("held_open"), pl.col("level").alias("instances"),
-                       "seconds")
-    idle = (machines.select("key").join(pl.DataFrame({"held_open": [True, False]}), how="cross")
-            .join(busy.group_by("key", "held_open").agg(pl.col("seconds").sum().alias("busy")),
-                  on=["key", "held_open"], how="left")
-            .select("key", "held_open", pl.lit(0, pl.Int64).alias("instances"),
-                    (span - pl.col("busy").fill_null(0.0)).alias("seconds")))
-    return (pl.concat([busy, idle]).filter(pl.col("seconds") > 0)
-            .join(machines, on="key").select("machine", "held_open", "instances", "seconds"))
+        runs_sql = f"""(SELECT k.key, i.start_time AS t_start, coalesce(i.end_time, {sql_float(t1)}) AS t_end,
+                               1 AS held, CASE WHEN i.end_time IS NULL THEN 0 ELSE 1 END AS ended
+                        FROM pai_instance_table AS i JOIN {keys} AS k USING (machine) WHERE {_SWEPT_INSTANCES})"""
+        busy = level_seconds(ctx, runs_sql, ("held", "ended"), intervals_count=runs)
+    names = machines.sort("key")["machine"]  # keys are 1, 2, ...: machine of key k at k - 1
+    key, held_open = busy["key"].to_numpy(), (busy["count"] == "held").to_numpy()
+    # per key and way of counting (index 2 key + held_open): the busy seconds, the rest of the window idle
+    busy_seconds = np.bincount(2 * key + held_open, weights=busy["seconds"].to_numpy(), minlength=2 * len(names) + 2)
+    idle_key = np.repeat(np.arange(1, len(names) + 1), 2)
+    idle_held = np.tile([False, True], len(names))
+    idle = pl.DataFrame({"key": idle_key, "held_open": idle_held, "instances": np.zeros(len(idle_key), dtype=np.int64),
+                         "seconds": (t1 - t0) - busy_seconds[2 * idle_key + idle_held]})
+    levels = pl.concat([pl.DataFrame({"key": key, "held_open": held_open, "instances": busy["level"],
+                                      "seconds": busy["seconds"]}), idle]).filter(pl.col("seconds") > 0)
+    return levels.select(names.gather(levels["key"] - 1), "held_open", "instances", "seconds")
 
 
 def colocation_distribution(ctx: TraceContext) -> pl.DataFrame:
