@@ -5,7 +5,7 @@ Helios-size utilisation series. Prints a table of wall time and peak memory.
     python benchmarks/analyze.py [--scale 1] [--pandas-scale 0.25] [--workdir DIR] [--reuse]
 
 Steps:
-- `ddlx analyze pai-trace` (every module) on a scale `--scale` trace (target: under 10 s, 2 GB), then
+- `ddlx analyze pai-trace` (every module) on a scale `--scale` trace (target: under 10 s, 2 GB = 1,907 MiB), then
   the same through the library once more with the time of each part: importing ddlx, opening the
   catalog and reproducing the papers' figures, each module, writing the results and the report;
 - at `--pandas-scale` and at `--scale`: the pandas pipeline, and ddlx computing the same outputs
@@ -140,7 +140,7 @@ print(json.dumps([[name, marks[i + 1][1] - at] for i, (name, at) in enumerate(ma
 
 
 def run_measured(code: str, argument: Path) -> tuple[float, float, str]:
-    """Run `python -c code argument`: wall seconds, peak RSS MB, what it printed."""
+    """Run `python -c code argument`: wall seconds, peak RSS MiB, what it printed."""
     return measure_output([sys.executable, "-c", code, str(argument)])
 
 
@@ -214,7 +214,7 @@ def main() -> None:
 
     print(f"SYNTHETIC PAI traces (scale {args.scale:g} and {args.pandas_scale:g}) and Helios scale 1; "
           f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB")
-    print(f"{'step':<58} {'seconds':>9} {'peak RSS MB':>12} {'x ddlx':>8}")
+    print(f"{'step':<58} {'seconds':>9} {'peak RSS MiB':>12} {'x ddlx':>8}")
     for name, secs, peak_mb, ratio in rows:
         print(f"{name:<58} {secs:>9.1f} {peak_mb if peak_mb is not None else float('nan'):>12.0f} "
               f"{'' if ratio is None else f'{ratio:.1f}':>8}")

@@ -106,7 +106,7 @@ def main() -> None:
                     failures.append(f"{engine} at {samples:,} samples: {out.strip()[len('FAILED: '):]}")
                 else:
                     results[engine] = pl.read_parquet(target).sort("job_id")
-                print(f"  {engine}: {seconds:.1f} s, {peak:,.0f} MB{' FAILED' if failed else ''}", flush=True)
+                print(f"  {engine}: {seconds:.1f} s, {peak:,.0f} MiB{' FAILED' if failed else ''}", flush=True)
             if len(results) == 2 and not results["duckdb"].equals(results["spark"]):
                 sys.exit(f"the engines disagree at size x{factor}: per-job figures differ")
             shutil.rmtree(root, ignore_errors=True)
@@ -117,7 +117,7 @@ def main() -> None:
         print(f"SYNTHETIC Slurm fleets, {args.days} days at {args.step} s, gpu_util; the gpu_efficiency module per "
               f"engine; Spark {args.master}, {split}; {cores} cores, {memory:.0f} GiB RAM; "
               f"{datetime.date.today().isoformat()}")
-        print(f"| {'samples':>13} | {'engine':<6} | {'seconds':>8} | {'peak RSS MB':>11} | {'partitions':>10} | "
+        print(f"| {'samples':>13} | {'engine':<6} | {'seconds':>8} | {'peak RSS MiB':>11} | {'partitions':>10} | "
               f"{'growth k':>8} |")
         print(f"|{'-' * 15}|{'-' * 8}|{'-' * 10}|{'-' * 13}|{'-' * 12}|{'-' * 10}|")
         previous: dict[str, tuple[int, float]] = {}

@@ -12,7 +12,7 @@ header lines skipped, since their rows carry one field more), Philly's JSON job 
 `--reuse` keeps a release already generated in `--workdir`.
 
 Targets at scale 1: `ddlx datasets ingest` from the official archives within 1.3x of bare DuckDB on
-the unpacked files; ingest peak RSS under 2 GB.
+the unpacked files; ingest peak RSS under 2 GB (1,907 MiB).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class StageStopped(Exception):
 
 
 def measure_output(command: list[str], limit_s: float | None = None) -> tuple[float, float, str]:
-    """Run `command`; return (wall seconds, peak RSS in MB of the process and its children, what it
+    """Run `command`; return (wall seconds, peak RSS in MiB of the process and its children, what it
     printed on stdout). Exits with its stderr when it fails; raises `StageStopped` (after stopping it
     and its children) when it runs longer than `limit_s` seconds."""
     started = time.perf_counter()
@@ -95,7 +95,7 @@ def measure_output(command: list[str], limit_s: float | None = None) -> tuple[fl
 
 
 def measure(command: list[str]) -> tuple[float, float]:
-    """Run `command`; return (wall seconds, peak RSS in MB of the process and its children)."""
+    """Run `command`; return (wall seconds, peak RSS in MiB of the process and its children)."""
     elapsed, peak_mb, _ = measure_output(command)
     return elapsed, peak_mb
 
@@ -168,7 +168,7 @@ def main() -> None:
           f"{data_bytes(release) / 2**20:,.0f} MiB archives, {data_bytes(unpacked) / 2**20:,.0f} MiB "
           f"unpacked; {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB; "
           f"compared steps: median of {args.repeat} run(s), peak RSS the largest")
-    print(f"{'step':<44} {'seconds':>9} {'peak RSS MB':>12} {'x bare DuckDB':>14}")
+    print(f"{'step':<44} {'seconds':>9} {'peak RSS MiB':>12} {'x bare DuckDB':>14}")
     for name, secs, peak, ratio in rows:
         print(f"{name:<44} {secs:>9.1f} {peak if peak is not None else float('nan'):>12.0f} "
               f"{'' if ratio is None else f'{ratio:.2f}':>14}")

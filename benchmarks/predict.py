@@ -61,7 +61,7 @@ print(json.dumps({"seconds": {"apply": time.perf_counter() - started}, "jobs": t
 
 
 def run(script: str, *args: str) -> tuple[float, float, dict]:
-    """Run `script` in a new Python; (wall seconds, peak RSS MB, the JSON it printed)."""
+    """Run `script` in a new Python; (wall seconds, peak RSS MiB, the JSON it printed)."""
     elapsed, peak_mb, printed = measure_output([sys.executable, "-c", script, *args])
     return elapsed, peak_mb, json.loads(printed.strip().splitlines()[-1])
 
@@ -108,7 +108,7 @@ def main() -> None:
 
     print(f"SYNTHETIC traces; {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB; "
           f"load average {psutil.getloadavg()[0]:.1f}")
-    print(f"{'step':<66} {'seconds':>9} {'peak RSS MB':>12}")
+    print(f"{'step':<66} {'seconds':>9} {'peak RSS MiB':>12}")
     for name, seconds, peak in rows:
         print(f"{name:<66} {seconds:>9.1f} {'' if peak is None else f'{peak:.0f}':>12}")
 

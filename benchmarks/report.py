@@ -149,9 +149,9 @@ def main() -> None:
     print(f"{'measure':<44}{'value':>12}  {'target':<10}")
     rows = [
         ("analysis, every module (s)", f"{analysis_s:.1f}", ""),
-        ("peak RSS of the analysis (MB)", f"{analysis_rss:.0f}", ""),
+        ("peak RSS of the analysis (MiB)", f"{analysis_rss:.0f}", ""),
         ("report write time: html + md + json (s)", f"{write_s:.2f}", ""),
-        ("peak RSS while writing the report (MB)", f"{rss.peak / 2**20:.0f}", ""),
+        ("peak RSS while writing the report (MiB)", f"{rss.peak / 2**20:.0f}", ""),
         ("report.html size (MB)", f"{size_mb:.2f}", f"< {TARGET_MB:g}"),
         ("report.md / report.json size (MB)", f"{others['report.md']:.2f} / {others['report.json']:.2f}", ""),
         (f"page load, median of {len(loads)} (s)", f"{statistics.median(loads):.2f}", f"< {TARGET_LOAD_S:g}"),

@@ -7,7 +7,7 @@ scale: wall time and peak RSS of ingest and analysis, and how fast time grows ag
 
 Growth k between two scales is log(t2 / t1) / log(d2 / d1), d the archive bytes: k = 1 is time in
 proportion to the data, k < 1 slower growth than the data (fixed costs weighing less), k > 1
-faster. Targets: peak RSS under 2 GB at every scale for ingest and analysis; k at most 1.
+faster. Targets: peak RSS under 2 GB (1,907 MiB) at every scale for ingest and analysis; k at most 1.
 
 Scale 10 takes about 16 GB of archives, about 25 GB more while it is ingested (the catalog, and
 the unpacked members of two tables at a time), and `--workdir` chooses the disk (default: the
@@ -30,8 +30,8 @@ import psutil
 sys.path.insert(0, str(Path(__file__).parent))
 from ingest_trace import data_bytes, measure  # noqa: E402
 
-COLUMNS = ("scale", "archives MiB", "generate s", "ingest s", "ingest peak MB", "ingest k",
-           "analyze s", "analyze peak MB", "analyze k")
+COLUMNS = ("scale", "archives MiB", "generate s", "ingest s", "ingest peak MiB", "ingest k",
+           "analyze s", "analyze peak MiB", "analyze k")
 
 
 def run_scale(trace: str, scale: float, workdir: Path) -> dict[str, float]:
@@ -52,7 +52,7 @@ def run_scale(trace: str, scale: float, workdir: Path) -> dict[str, float]:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return {"scale": scale, "bytes": size, "generate s": generate_s, "ingest s": ingest_s,
-            "ingest peak MB": ingest_mb, "analyze s": analyze_s, "analyze peak MB": analyze_mb}
+            "ingest peak MiB": ingest_mb, "analyze s": analyze_s, "analyze peak MiB": analyze_mb}
 
 
 def growth(rows: list[dict[str, float]], index: int, column: str) -> str:
@@ -77,16 +77,16 @@ def main() -> None:
         rows.append(run_scale(args.trace, scale, workdir))
         row = rows[-1]
         print(f"scale {scale:g} done: {row['bytes'] / 2**20:,.0f} MiB archives; ingest {row['ingest s']:.1f} s, "
-              f"peak {row['ingest peak MB']:,.0f} MB; analyze {row['analyze s']:.1f} s, "
-              f"peak {row['analyze peak MB']:,.0f} MB", file=sys.stderr, flush=True)
+              f"peak {row['ingest peak MiB']:,.0f} MiB; analyze {row['analyze s']:.1f} s, "
+              f"peak {row['analyze peak MiB']:,.0f} MiB", file=sys.stderr, flush=True)
     print(f"SYNTHETIC {args.trace} releases (seed 0), ingested from their archives and analysed with every "
           f"module; {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB")
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     for index, row in enumerate(rows):
         cells = [f"{row['scale']:g}", f"{row['bytes'] / 2**20:,.0f}", f"{row['generate s']:.1f}",
-                 f"{row['ingest s']:.1f}", f"{row['ingest peak MB']:,.0f}", growth(rows, index, "ingest s"),
-                 f"{row['analyze s']:.1f}", f"{row['analyze peak MB']:,.0f}", growth(rows, index, "analyze s")]
+                 f"{row['ingest s']:.1f}", f"{row['ingest peak MiB']:,.0f}", growth(rows, index, "ingest s"),
+                 f"{row['analyze s']:.1f}", f"{row['analyze peak MiB']:,.0f}", growth(rows, index, "analyze s")]
         print("| " + " | ".join(cells) + " |")
 
 

@@ -77,7 +77,7 @@ def main() -> None:
     print(f"ddlx simulate on {args.home} (trace {args.trace}); seconds: load = jobs from the catalog, "
           "simulate = the engine")
     header = (f"{'policy':<11} {'backfill':>8} {'GPUs':>6} {'jobs':>10} {'load s':>7} {'simulate s':>10} "
-              f"{'total s':>8} {'peak RSS MB':>11} {'avg JCT s':>11} {'preemptions':>11}")
+              f"{'total s':>8} {'peak RSS MiB':>11} {'avg JCT s':>11} {'preemptions':>11}")
     print(header)
     print("-" * len(header))
     for policy, backfill, run in rows:

@@ -244,7 +244,7 @@ def main() -> None:
                     seconds, peak, count = stop.seconds, stop.peak_mb, 0
                     stopped.add(name)
                 rows.append((name, count, seconds, peak))
-                print(f"  {name}: {seconds:.1f} s, {peak:.0f} MB", flush=True)
+                print(f"  {name}: {seconds:.1f} s, {peak:.0f} MiB", flush=True)
             done["stages"][name] = [count, seconds, peak]
             record.write_text(json.dumps(done))
             return seconds, peak
@@ -277,7 +277,7 @@ def main() -> None:
               f"samples; dump {dump_bytes / 2**20:,.0f} MiB, stored {stored_bytes / 2**20:,.0f} MiB (Parquet); "
               f"{cores} cores, {memory:.0f} GiB RAM, DuckDB memory_limit {args.memory_limit}; "
               f"{datetime.date.today().isoformat()}")
-        print(f"| {'stage':<54} | {'rows':>15} | {'seconds':>8} | {'peak RSS MB':>11} | {'x reference':>11} |")
+        print(f"| {'stage':<54} | {'rows':>15} | {'seconds':>8} | {'peak RSS MiB':>11} | {'x reference':>11} |")
         print(f"|{'-' * 56}|{'-' * 17}|{'-' * 10}|{'-' * 13}|{'-' * 13}|")
         ratios = {IMPORT_STAGE: (import_s / import_reference_s, IMPORT_REFERENCE_STAGE in stopped),
                   REDUCE_STAGE: (reduce_s / reduce_reference_s, REDUCE_REFERENCE_STAGE in stopped)}
@@ -290,7 +290,7 @@ def main() -> None:
         ours = [r for r in rows if "(reference)" not in r[0]]
         total = sum(r[2] for r in ours)
         print(f"ddlx total (generate, import, reduce): {total / 60:.1f} min; peak RSS of any ddlx stage "
-              f"{max(r[3] for r in ours):,.0f} MB")
+              f"{max(r[3] for r in ours):,.0f} MiB")
         if any(r[0].endswith(" *") for r in rows):
             print("* measured by an earlier run of the same size in this working folder (--reuse)")
         if stopped:
