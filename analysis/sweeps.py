@@ -24,6 +24,7 @@ import polars as pl
 
 from ddlx.analysis.context import TraceContext
 from ddlx.datasets.sqltext import sql_string
+from ddlx.errors import CatalogError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -60,10 +61,10 @@ def level_seconds(ctx: TraceContext, intervals: str, counts: Sequence[str], inte
     typed = (f"(SELECT key, CAST(t_start AS DOUBLE) AS t_start, CAST(t_end AS DOUBLE) AS t_end, {weights} "
              f"FROM {intervals})")
     groups = max(1, math.ceil(2 * (intervals_count or 0) / EVENTS_PER_SORT))
+    ends = ", ".join(f"-{name}" for name in names)
     swept: list[pl.DataFrame] = []  # per group of keys: key, count, level, seconds
     with _key_groups(ctx, typed, groups) as parts:
         for part in parts:
-            ends = ", ".join(f"-{name}" for name in names)
             sql = f"""SELECT key, t_start AS t, {", ".join(names)} FROM {part}
                       UNION ALL SELECT key, t_end, {ends} FROM {part}
                       ORDER BY key, t"""
@@ -91,8 +92,11 @@ def _key_groups(ctx: TraceContext, intervals: str, groups: int) -> Iterator[list
         yield [intervals]
         return
     scratch = Path(ctx.one_row("SELECT current_setting('temp_directory') AS folder")["folder"])
-    scratch.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="sweep-", dir=scratch))
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="sweep-", dir=scratch))
+    except OSError as exc:
+        raise CatalogError(f"{scratch}: cannot write the sweep's scratch files ({exc.strerror})") from None
     try:
         ctx.execute(f"""COPY (SELECT *, (key % {groups} + {groups}) % {groups} AS key_group FROM {intervals})
                         TO {sql_string(str(folder / "groups"))} (FORMAT parquet, PARTITION_BY (key_group))""")

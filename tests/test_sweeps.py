@@ -105,3 +105,13 @@ def test_a_batch_stream_left_early_frees_the_connection() -> None:
     assert next(batches).column(0).to_pylist()[:2] == [1999999, 1999998]
     batches.close()
     assert ctx.query("SELECT 42 AS x")["x"].to_list() == [42]
+
+
+def test_a_scratch_folder_that_cannot_be_made_is_a_catalog_error(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    ctx = _context(blocker / "spill")
+    monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", 2)
+    with pytest.raises(CatalogError, match="cannot write the sweep's scratch files"):
+        level_seconds(ctx, "(SELECT 1 AS key, 0 AS t_start, 1 AS t_end, 1 AS n)", ("n",), intervals_count=4)

@@ -264,14 +264,14 @@ def machine_instance_levels(ctx: TraceContext) -> pl.DataFrame:
     instance counts 1 on its machine from its start to its end, one sort serving both ways of
     counting; machines are numbered first so that the sort keys are integers. A machine's time at
     0 is the rest of the window."""
-    t0, t1, runs = ctx.one_row(f"""SELECT min(start_time) AS t0, greatest(max(start_time), max(end_time)) AS t1,
-                                         count(*) AS runs
-                                  FROM pai_instance_table WHERE {_SWEPT_INSTANCES}""").values()
-    machines = ctx.query(f"""SELECT machine, (row_number() OVER (ORDER BY machine))::INTEGER AS key
-                             FROM (SELECT DISTINCT machine FROM pai_instance_table WHERE {_SWEPT_INSTANCES})""")
+    machines = ctx.query(f"""SELECT machine, (row_number() OVER (ORDER BY machine))::INTEGER AS key, count(*) AS runs,
+                                    min(start_time) AS t0, greatest(max(start_time), max(end_time)) AS t1
+                             FROM pai_instance_table WHERE {_SWEPT_INSTANCES} GROUP BY machine""")
     if machines.is_empty():
         return pl.DataFrame(schema={"machine": pl.String, "held_open": pl.Boolean, "instances": pl.Int64,
                                     "seconds": pl.Float64})
+    t0, t1, runs = machines["t0"].min(), machines["t1"].max(), machines["runs"].sum()
+    machines = machines.select("machine", "key")
     with registered(ctx, machines, "pai_machine_keys") as keys:
         runs_sql = f"""(SELECT k.key, i.start_time AS t_start, coalesce(i.end_time, {sql_float(t1)}) AS t_end,
                                1 AS held, CASE WHEN i.end_time IS NULL THEN 0 ELSE 1 END AS ended
