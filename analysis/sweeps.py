@@ -24,7 +24,7 @@ import polars as pl
 
 from ddlx.analysis.context import TraceContext
 from ddlx.datasets.sqltext import sql_string
-from ddlx.errors import CatalogError
+from ddlx.errors import storage_errors
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -92,11 +92,9 @@ def _key_groups(ctx: TraceContext, intervals: str, groups: int) -> Iterator[list
         yield [intervals]
         return
     scratch = Path(ctx.one_row("SELECT current_setting('temp_directory') AS folder")["folder"])
-    try:
+    with storage_errors(scratch, "making the sweep's scratch folder", (OSError,)):
         scratch.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="sweep-", dir=scratch))
-    except OSError as exc:
-        raise CatalogError(f"{scratch}: cannot write the sweep's scratch files ({exc.strerror})") from None
     try:
         ctx.execute(f"""COPY (SELECT *, (key % {groups} + {groups}) % {groups} AS key_group FROM {intervals})
                         TO {sql_string(str(folder / "groups"))} (FORMAT parquet, PARTITION_BY (key_group))""")

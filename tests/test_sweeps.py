@@ -16,7 +16,7 @@ import pytest
 from ddlx.analysis import sweeps
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.sweeps import level_seconds
-from ddlx.errors import CatalogError
+from ddlx.errors import CatalogError, StorageError
 
 
 def _context(scratch: Path | None = None) -> TraceContext:
@@ -107,11 +107,11 @@ def test_a_batch_stream_left_early_frees_the_connection() -> None:
     assert ctx.query("SELECT 42 AS x")["x"].to_list() == [42]
 
 
-def test_a_scratch_folder_that_cannot_be_made_is_a_catalog_error(tmp_path: Path,
+def test_a_scratch_folder_that_cannot_be_made_is_a_storage_error(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     ctx = _context(blocker / "spill")
     monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", 2)
-    with pytest.raises(CatalogError, match="cannot write the sweep's scratch files"):
+    with pytest.raises(StorageError, match=r"file/spill: Not a directory while making the sweep's scratch folder"):
         level_seconds(ctx, "(SELECT 1 AS key, 0 AS t_start, 1 AS t_end, 1 AS n)", ("n",), intervals_count=4)
