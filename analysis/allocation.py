@@ -233,13 +233,6 @@ def materialized_steps(ctx: TraceContext, groups: Sequence[str], window: Window)
     return materialized(ctx, integrable_steps_sql(ctx, groups, window), "steps_" + ("_".join(groups) or "all"))
 
 
-def _steps_cte(ctx: TraceContext, groups: Sequence[str], window: Window, steps: str | None) -> str:
-    """CTE `steps`: the materialized `steps` table when given, else the query itself."""
-    if steps:
-        return f"steps AS (SELECT * FROM {steps})"
-    return f"steps AS MATERIALIZED ({integrable_steps_sql(ctx, groups, window)})"
-
-
 def _keys_sql(groups: Sequence[str]) -> str:
     return f"SELECT DISTINCT {', '.join(groups)} FROM steps" if groups else "SELECT 1 AS all_jobs"
 
@@ -358,17 +351,24 @@ FROM carried)"""
 def allocation_bins(ctx: TraceContext, groups: Sequence[str], resolution_s: int, window: Window,
                     engine: Engine | None = None) -> pl.DataFrame:
     """Allocated GPUs per group and bin (`merge_allocation_partials` columns), the sweep's partials
-    computed on `engine` (default: DuckDB on the catalog's connection) and merged here."""
+    computed on `engine` (default: DuckDB on the catalog's connection) and merged here. DuckDB's
+    partials are kept between runs (another engine's are not: the report names the engine that ran)."""
     from ddlx.analysis.engines import DuckDBEngine
 
     lo_us, hi_us = round(window.lo * _MICRO), round(window.hi * _MICRO)
     own = engine is None
     engine = DuckDBEngine(ctx.con) if engine is None else engine
     name = "ddlx_job_intervals_" + ("_".join(groups) or "all")
+    intervals = job_intervals_sql(ctx, groups)
+    partials_sql = allocation_partials_sql(name, groups, lo_us, hi_us, resolution_s * _MICRO)
+
+    def reduce() -> pl.DataFrame:
+        engine.register_local(name, ctx.con, intervals)
+        return pl.from_arrow(engine.query(partials_sql, "allocation sweep"))  # type: ignore[return-value]
+
     try:
-        engine.register_local(name, ctx.con, job_intervals_sql(ctx, groups))
-        parts = engine.query(allocation_partials_sql(name, groups, lo_us, hi_us, resolution_s * _MICRO),
-                             "allocation sweep")
+        parts = (ctx.cache.frames("allocation_partials", [intervals, partials_sql], reduce)
+                 if engine.name == DuckDBEngine.name else reduce())
     finally:
         if own:
             engine.close()
@@ -448,7 +448,7 @@ FROM with_capacity)"""
 
 
 def allocation_vs_capacity(ctx: TraceContext, groups: Sequence[str] = ("cluster",),
-                           window: Window | None = None, steps: str | None = None) -> pl.DataFrame:
+                           window: Window | None = None) -> pl.DataFrame:
     """Allocated GPUs over the whole observation window per group, against every capacity
     source of the trace (`utilization.allocated_gpus_binned`, `utilization.allocated_share_of_capacity`).
 
@@ -457,14 +457,26 @@ def allocation_vs_capacity(ctx: TraceContext, groups: Sequence[str] = ("cluster"
     jobs without an end), `capacity_gpus` (time-weighted mean capacity over the
     part of the window it covers, `capacity_covered_s`), `mean_share`, `peak_share`. Exact for
     capacities that change over time: the integral is read at every capacity change, and the
-    peak share is taken at every allocation change and every capacity change.
+    peak share is taken at every allocation change and every capacity change. Kept between runs
+    (the steps are a temporary table while it is computed: a materialized CTE takes more memory).
     """
     window = window or observation_window(ctx)
     if window is None:
         return pl.DataFrame()
-    return ctx.query(f"""
+
+    def compute() -> pl.DataFrame:
+        with materialized_steps(ctx, groups, window) as steps:
+            return ctx.query(_allocation_vs_capacity_sql(ctx, groups, window, f"(SELECT * FROM {steps})"))
+
+    described = _allocation_vs_capacity_sql(ctx, groups, window, integrable_steps_sql(ctx, groups, window))
+    return ctx.cache.frames("allocation_vs_capacity", [described], compute)
+
+
+def _allocation_vs_capacity_sql(ctx: TraceContext, groups: Sequence[str], window: Window, steps: str) -> str:
+    """The query of `allocation_vs_capacity` over `steps` (`integrable_steps_sql`, or a table of it)."""
+    return f"""
 WITH {window.cte()},
-{_steps_cte(ctx, groups, window, steps)},
+steps AS ({steps}),
 {_capacity_cte(ctx, groups, capacity_sources(ctx))},
 keys AS ({_keys_sql(groups)}),
 whole AS (SELECT keys.*, hi - lo AS span FROM keys, win),
@@ -500,7 +512,7 @@ FROM totals t CROSS JOIN win
 LEFT JOIN peaks p ON {_same_groups('t', 'p', groups)}
 LEFT JOIN shares sh ON {_same_groups('t', 'sh', groups)}
 LEFT JOIN step_shares ss ON {_same_groups('sh', 'ss', groups)} AND sh.source = ss.source
-ORDER BY {_select_groups(groups, 't')}capacity_source""")
+ORDER BY {_select_groups(groups, 't')}capacity_source"""
 
 
 def hour_of_week_profile(ctx: TraceContext, groups: Sequence[str] = ("cluster",), window: Window | None = None,
@@ -598,13 +610,10 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
     provenance = engine.provenance(f"catalog jobs ({started['jobs']:,} started GPU jobs)")
     result.add("reduction", pl.DataFrame([provenance.as_dict()]), ("engine.reduction",),
                "the engine the allocation sweep ran on")
-    with materialized_steps(ctx, ("cluster",), window) as steps:
-        per_cluster = allocation_vs_capacity(ctx, ("cluster",), window, steps)
-
+    per_cluster = allocation_vs_capacity(ctx, ("cluster",), window)
     whole, table = per_cluster, per_cluster
     if clusters > 1:
-        with materialized_steps(ctx, (), window) as steps:
-            whole = allocation_vs_capacity(ctx, (), window, steps)
+        whole = allocation_vs_capacity(ctx, (), window)
         table = pl.concat([whole.with_columns(pl.lit(None, pl.String).alias("cluster")).select(per_cluster.columns),
                            per_cluster], how="vertical_relaxed")
     result.add("allocation_vs_capacity", table, base + share + cap_defs,
@@ -682,8 +691,8 @@ def _held_open(ctx: TraceContext, window: Window, source: str | None, jobs: int)
     those jobs held to the trace end, as the text beside the headline; else one giving ""."""
     if not jobs:
         return lambda column, unit: ""
-    with ctx.holding_open("job"), materialized_steps(ctx, (), window) as steps:
-        row = _source_row(allocation_vs_capacity(ctx, (), window, steps), source)
+    with ctx.holding_open("job"):
+        row = _source_row(allocation_vs_capacity(ctx, (), window), source)
     return lambda column, unit: held_to_end_text(row[column], unit, jobs, "started job") if row else ""
 
 

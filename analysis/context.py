@@ -10,6 +10,7 @@ records allow is declared by that trace (`ddlx.analysis.trace_parts`).
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 import polars as pl
 
+from ddlx.analysis.cache import ResultCache
 from ddlx.datasets import catalog
 from ddlx.datasets.canonical import VIEWS, jobs_table_name
 from ddlx.datasets.importers import has_wall_clock, starts_recorded
@@ -74,6 +76,8 @@ class TraceContext:
     _engine: Any = field(default=None, repr=False)
     #: Results computed once per run and read by several parts (`once`).
     _computed: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: Results kept between runs on this store version (`query(keep=...)`, `once(keep=True)`).
+    cache: ResultCache = field(default_factory=lambda: ResultCache(None), repr=False)
 
     def engine(self) -> Any:
         """The engine the reductions run on (`ddlx.analysis.engines.engine_for` of `options`): DuckDB
@@ -133,8 +137,17 @@ class TraceContext:
         """How prose names the trace (its release label; an imported dataset by its name)."""
         return (self.info.label if self.info else "") or self.trace
 
-    def query(self, sql: str) -> pl.DataFrame:
-        """Run `sql` on the catalog; `CatalogError` with DuckDB's first line when it fails."""
+    def query(self, sql: str, keep: str | None = None) -> pl.DataFrame:
+        """Run `sql` on the catalog; `CatalogError` with DuckDB's first line when it fails.
+
+        `keep` names a result worth keeping between runs (`ddlx.analysis.cache`), found again by
+        its text: `sql` must then read only the catalog's tables and views, never a temporary
+        table or frame of the run (`ValueError`, a bug in the caller)."""
+        if keep:
+            used = self._run_objects_in(sql)
+            if used:
+                raise ValueError(f"a kept query cannot read {', '.join(used)}: not the catalog's")
+            return self.cache.frames(keep, [sql], lambda: self.query(sql))
         try:
             return self.con.sql(sql).pl()
         except duckdb.Error as exc:
@@ -167,17 +180,28 @@ class TraceContext:
     def _failed(self, exc: duckdb.Error) -> CatalogError:
         return CatalogError(f"{self.trace}: analysis query failed: {first_line(exc)}")
 
-    def once(self, key: str, compute: Callable[[], T]) -> T:
+    def once(self, key: str, compute: Callable[[], T], keep: bool = False) -> T:
         """`compute()`, run at the first call with `key` in this run and kept for the later ones:
         for a result several parts read (a paper's figures taken from one table). The key must name
-        everything the result depends on beyond the catalog (e.g. which records are held open)."""
+        everything the result depends on beyond the catalog and ddlx's code (e.g. which records are
+        held open). With `keep`, the result (a DataFrame or a tuple of them) is also kept between
+        runs (`ddlx.analysis.cache`)."""
         if key not in self._computed:
-            self._computed[key] = compute()
+            self._computed[key] = self.cache.frames(key, [key], compute) if keep else compute()  # type: ignore
         return self._computed[key]
 
-    def one_row(self, sql: str) -> dict[str, Any]:
-        """The first row of `sql` as a dict."""
-        return self.query(sql).to_dicts()[0]
+    def _run_objects_in(self, sql: str) -> list[str]:
+        """The temporary tables, views and registered frames of this run that `sql` names, other
+        than the canonical views of the catalog; and `gpu_samples`, whose telemetry is stored apart
+        from the trace's store version that names kept results."""
+        rows = self.con.execute("""SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal
+                                   UNION ALL SELECT table_name FROM duckdb_tables() WHERE temporary""").fetchall()
+        names = ({name for name, in rows} - self.views) | {"gpu_samples"}
+        return sorted(name for name in names if re.search(rf"\b{re.escape(name)}\b", sql, re.IGNORECASE))
+
+    def one_row(self, sql: str, keep: str | None = None) -> dict[str, Any]:
+        """The first row of `sql` as a dict (`keep` as `query`)."""
+        return self.query(sql, keep).to_dicts()[0]
 
     def close(self) -> None:
         try:
@@ -191,23 +215,29 @@ class TraceContext:
     def __enter__(self) -> "TraceContext":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        """Close; when the block succeeded, keep the results it computed (`ResultCache.commit`)."""
+        try:
+            if exc_type is None:
+                self.cache.commit()
+        finally:
+            self.close()
 
 
-def open_trace(home: Path, trace: str, require_jobs: bool = True) -> TraceContext:
+def open_trace(home: Path, trace: str, require_jobs: bool = True, cache: bool = True) -> TraceContext:
     """A `TraceContext` for `trace` in the catalog of `home`; `CatalogError` when it has no jobs
     (with `require_jobs` False, when the catalog holds none of its tables: some figures read a
-    trace's other tables alone, e.g. its machine list)."""
+    trace's other tables alone, e.g. its machine list). `cache` False neither reads nor writes
+    results kept between runs (`ddlx.analysis.cache`)."""
     held = contextlib.ExitStack()
     try:
-        return _open(home, trace, held, require_jobs)
+        return _open(home, trace, held, require_jobs, cache)
     except BaseException:
         held.close()
         raise
 
 
-def _open(home: Path, trace: str, held: contextlib.ExitStack, require_jobs: bool = True) -> TraceContext:
+def _open(home: Path, trace: str, held: contextlib.ExitStack, require_jobs: bool, cache: bool) -> TraceContext:
     registrations: dict[str, catalog.Registration] = {}
     if catalog.catalog_path(home).exists():
         con, registrations = held.enter_context(catalog.reading(home))
@@ -253,6 +283,7 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack, require_jobs: bool
                         starts_recorded=True if known else starts_recorded(import_spec),
                         unlogged_ends=set(known.unlogged_ends) if known else set(),
                         provenance=provenance, info=known, held=held,
+                        cache=ResultCache.open(trace, registration.store_dir, cache),
                         # the canonical views are views of the jobs: none without them
                         views=_open_views(con, trace, tables, home, import_spec) if has_jobs else set())
 

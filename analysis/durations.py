@@ -202,7 +202,9 @@ def _bucket_curves_ctes(counts: RunTimeCounts) -> str:
             FROM curve WHERE finished_n > 0)"""
 
 
-def _bucket_cdf_query(ctx: TraceContext, counts: RunTimeCounts, probabilities: Sequence[float]) -> pl.DataFrame:
+def _bucket_cdf_query(ctx: TraceContext, counts: RunTimeCounts, probabilities: Sequence[float],
+                      keep: str | None = None) -> pl.DataFrame:
+    """Quantiles of run time per GPU bucket from `counts` (`keep` as `TraceContext.query`)."""
     return ctx.query(f"""
         WITH {_bucket_curves_ctes(counts)},
         probs AS (SELECT *, unnest({double_list_sql(probabilities)}) AS probability FROM groups),
@@ -214,7 +216,7 @@ def _bucket_cdf_query(ctx: TraceContext, counts: RunTimeCounts, probabilities: S
                plain.jobs, plain.untimed_jobs, plain.mean_s
         FROM plain ASOF LEFT JOIN events AS km
           ON plain.gpu_bucket = km.gpu_bucket AND plain.probability <= km.cdf_km_reach
-        ORDER BY plain.gpu_bucket, plain.probability""")
+        ORDER BY plain.gpu_bucket, plain.probability""", keep)
 
 
 def run_time_cdf_by_gpu_bucket(ctx: TraceContext, trace_end_s: float | None = None,
@@ -358,7 +360,8 @@ def _held_open(ctx: TraceContext, trace_end_s: float | None,
     if not left_out:
         return None
     with ctx.holding_open("job"):
-        summary = _bucket_summary(_bucket_cdf_query(ctx, RunTimeCounts.inline(ctx, trace_end_s), probabilities))
+        summary = _bucket_summary(_bucket_cdf_query(ctx, RunTimeCounts.inline(ctx, trace_end_s), probabilities,
+                                                     keep="durations_held_open"))
     row = summary.filter(pl.col("gpu_bucket") == ALL).row(0, named=True)
     return {"km_p50_s": row["km_p50_s"], "km_p90_s": row["km_p90_s"], "left_out": left_out}
 

@@ -254,7 +254,7 @@ def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
                max(allocated_gpus) AS max_allocated_gpus,
                CASE WHEN grouping(cluster) = 0 THEN avg(reference_gpus) END AS mean_reference_gpus
         FROM binned GROUP BY GROUPING SETS ((reference, cluster, load_bin), (reference, load_bin))
-        ORDER BY reference, grouping(cluster), cluster, load_bin""")
+        ORDER BY reference, grouping(cluster), cluster, load_bin""", keep="queueing_by_load")
 
 
 def analyze(ctx: TraceContext) -> ModuleResult:

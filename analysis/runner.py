@@ -29,13 +29,14 @@ def resolve_modules(names: Sequence[str] | None) -> list[str]:
 
 def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
                  progress: Callable[[str], None] | None = None,
-                 options: dict[str, Any] | None = None) -> AnalysisResult:
+                 options: dict[str, Any] | None = None, cache: bool = True) -> AnalysisResult:
     """Run `modules` (default: every module) on `trace` in the catalog of `home`.
 
-    `options` are passed to the modules (see `TraceContext.options`), e.g. `resolution_s`.
+    `options` are passed to the modules (see `TraceContext.options`), e.g. `resolution_s`. `cache`
+    False neither reads nor writes the results kept between runs (`ddlx.analysis.cache`).
     """
     names = resolve_modules(modules)
-    with open_trace(home, trace) as ctx:
+    with open_trace(home, trace, cache=cache) as ctx:
         ctx.options.update(options or {})
         result = AnalysisResult(trace, ctx.synthetic, ctx.provenance, wall_clock=ctx.has_wall_clock,
                                 calendar_dates=ctx.has_calendar_dates, options=dict(options or {}))
@@ -46,4 +47,6 @@ def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
             module = load(name).analyze(ctx)
             module.apply_checks()
             result.modules.append(module)
+        ctx.cache.commit()
+        result.provenance = {**result.provenance, "kept_results": ctx.cache.summary()}
         return result

@@ -5,9 +5,12 @@ Helios-size utilisation series. Prints a table of wall time and peak memory.
     python benchmarks/analyze.py [--scale 1] [--pandas-scale 0.25] [--workdir DIR] [--reuse]
 
 Steps:
-- `ddlx analyze pai-trace` (every module) on a scale `--scale` trace (target: under 10 s, 2 GB = 1,907 MiB), then
-  the same through the library once more with the time of each part: importing ddlx, opening the
-  catalog and reproducing the papers' figures, each module, writing the results and the report;
+- `ddlx analyze pai-trace` (every module) on a scale `--scale` trace (target: under 10 s, 2 GB = 1,907 MiB):
+  the first run on the catalog (it computes everything and keeps the heaviest intermediate
+  results, `ddlx.analysis.cache`), the same again (it reads them), and with `--no-cache`; then
+  through the library with the time of each part, everything computed and with the kept results
+  read: importing ddlx, opening the catalog and reproducing the papers' figures, each module,
+  writing the results and the report;
 - at `--pandas-scale` and at `--scale`: the pandas pipeline, and ddlx computing the same outputs
   through its library on the ingested catalog (target: ddlx at least 10x faster). The pandas
   pipeline reads the release CSVs as the notebooks do (time shown with and without the
@@ -110,7 +113,7 @@ started = time.perf_counter()
 from ddlx.analysis import overview, queueing, time_patterns, users, utilization
 from ddlx.analysis.context import open_trace
 from ddlx.datasets.traces.pai import analyses as pai_analyses
-with open_trace(Path(sys.argv[1]), "pai") as ctx:
+with open_trace(Path(sys.argv[1]), "pai", cache=False) as ctx:
     state_mix = overview.state_mix(ctx)                                # jobs and GPU-hours per state
     queue_by_bucket, _ = queueing.by_gpu_bucket(ctx)                   # queueing quantiles per bucket
     util_by_bucket = pai_analyses.pai_instance_gpu_util_by(ctx, "gpu_bucket")
@@ -128,9 +131,9 @@ started = time.perf_counter()
 from pathlib import Path
 from ddlx.analysis.runner import run_analysis
 from ddlx.reports.results import write_results
-home, out = Path(sys.argv[1]), Path(sys.argv[2])
+home, out, cache = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "kept"
 marks = [("import ddlx", started), ("open the catalog, reproduce the papers' figures", time.perf_counter())]
-result = run_analysis(home, "pai", progress=lambda message: marks.append(
+result = run_analysis(home, "pai", cache=cache, progress=lambda message: marks.append(
     ("module " + message.split(": ", 1)[1], time.perf_counter())))
 marks.append(("write results, tables and the HTML report", time.perf_counter()))
 write_results(result, out, with_report=True)
@@ -139,9 +142,9 @@ print(json.dumps([[name, marks[i + 1][1] - at] for i, (name, at) in enumerate(ma
 '''
 
 
-def run_measured(code: str, argument: Path) -> tuple[float, float, str]:
-    """Run `python -c code argument`: wall seconds, peak RSS MiB, what it printed."""
-    return measure_output([sys.executable, "-c", code, str(argument)])
+def run_measured(code: str, *arguments: object) -> tuple[float, float, str]:
+    """Run `python -c code arguments...`: wall seconds, peak RSS MiB, what it printed."""
+    return measure_output([sys.executable, "-c", code, *map(str, arguments)])
 
 
 def ensure_pai(workdir: Path, scale: float, reuse: bool, rows: list) -> tuple[Path, Path]:
@@ -189,13 +192,24 @@ def main() -> None:
     rows: list[tuple[str, float, float | None, float | None]] = []
 
     _, home = ensure_pai(workdir, args.scale, args.reuse, rows)
+    shutil.rmtree(home / ".cache", ignore_errors=True)  # what earlier runs kept
     seconds, rss = analyze(home, workdir / "results-full", "pai-trace")
-    rows.append((f"ddlx analyze pai-trace (scale {args.scale:g}, all modules)", seconds, rss, None))
+    rows.append((f"ddlx analyze pai-trace (scale {args.scale:g}, all modules), first run", seconds, rss, None))
+    seconds, rss = analyze(home, workdir / "results-full", "pai-trace")
+    rows.append(("  the same again: intermediate results kept by the first read", seconds, rss, None))
+    seconds, rss = analyze(home, workdir / "results-full", "pai-trace", "--no-cache")
+    rows.append(("  the same with --no-cache: everything computed", seconds, rss, None))
     import json
 
-    _, _, printed = measure_output([sys.executable, "-c", PER_MODULE, str(home), str(workdir / "results-parts")])
-    for name, part_s in json.loads(printed):
-        rows.append((f"  {name}", part_s, None, None))
+    parts = {}
+    for cache in ("computed", "kept"):
+        _, _, printed = run_measured(PER_MODULE, home, workdir / "results-parts", cache)
+        parts[cache] = json.loads(printed)
+    for (name, computed_s), (_, kept_s) in zip(parts["computed"], parts["kept"]):
+        rows.append((f"  {name}", computed_s, None, None))
+        rows.append(("    the same, kept results read", kept_s, None, None))
+    rows.append(("  total, everything computed", sum(s for _, s in parts["computed"]), None, None))
+    rows.append(("  total, kept results read", sum(s for _, s in parts["kept"]), None, None))
 
     for scale in dict.fromkeys([args.pandas_scale, args.scale]):
         csvs, scale_home = ensure_pai(workdir, scale, args.reuse, rows)

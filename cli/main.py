@@ -19,6 +19,7 @@ from ddlx.cli.options import (
     DataHome,
     Engine,
     Modules,
+    NoCache,
     Partitions,
     Resolution,
     SamplesLocation,
@@ -330,8 +331,9 @@ def _analyze_trace_command(trace: TraceInfo) -> Callable[..., None]:
     """The command `ddlx analyze <trace>-trace` of one registered trace."""
 
     def command(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
-                resolution: Resolution = None, window: Window = None, data_home: DataHome = None) -> None:
-        _analyze(trace.name, out, synthetic, module, _options(resolution, window), data_home)
+                resolution: Resolution = None, window: Window = None, no_cache: NoCache = False,
+                data_home: DataHome = None) -> None:
+        _analyze(trace.name, out, synthetic, module, _options(resolution, window), data_home, not no_cache)
 
     command.__doc__ = f"Characterize the {trace.title} (the ingested one, else a SYNTHETIC sample)."
     command.__name__ = f"analyze_{trace.name.replace('-', '_')}_trace"
@@ -355,25 +357,33 @@ def analyze_dataset(
     samples_location: SamplesLocation = None,
     partitions: Partitions = None,
     spark_conf: SparkConf = None,
+    no_cache: NoCache = False,
     data_home: DataHome = None,
 ) -> None:
     """Characterize any dataset of the catalog (an imported cluster log, or an ingested trace)."""
     from ddlx.analysis.runner import run_analysis
+    from ddlx.reports.results import check_results_writable
 
     options = _options(resolution, window, engine, spark_master, samples_location, partitions, spark_conf)
-    result = run_analysis(_home(data_home), name, _module_names(module), progress=_say, options=options)
-    _render(result, out if out is not None else Path("ddlx-results") / name)
+    out = out if out is not None else Path("ddlx-results") / name
+    check_results_writable(out)
+    result = run_analysis(_home(data_home), name, _module_names(module), progress=_say, options=options,
+                          cache=not no_cache)
+    _render(result, out)
 
 
 def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str] | None,
-             options: dict[str, Any], data_home: Path | None) -> None:
+             options: dict[str, Any], data_home: Path | None, cache: bool = True) -> None:
     from ddlx.analysis.runner import run_analysis
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
+    from ddlx.reports.results import check_results_writable
 
     modules = _module_names(module)
+    out = out if out is not None else Path("ddlx-results") / f"{trace}-trace"
+    check_results_writable(out)
     home = home_with_jobs_or_sample(_home(data_home), trace, force_sample, progress=_say)
-    result = run_analysis(home, trace, modules, progress=_say, options=options)
-    _render(result, out if out is not None else Path("ddlx-results") / f"{trace}-trace")
+    result = run_analysis(home, trace, modules, progress=_say, options=options, cache=cache)
+    _render(result, out)
 
 
 def _render(result: Any, out: Path) -> None:

@@ -8,6 +8,9 @@ on macOS, `%LOCALAPPDATA%\\ddlx` on Windows). Layout:
     <home>/store/<trace>/<version>/ one folder per ingest: <table>.parquet and manifest.json
     <home>/downloads/<trace>/       official release files fetched by `ddlx datasets download`
     <home>/samples/                 small synthetic catalogs built when no real data is ingested
+
+Intermediate results an analysis keeps for the next run on the same data are not data: they go to
+the cache folder (`default_cache_dir`), never into the data home.
 """
 
 from __future__ import annotations
@@ -29,6 +32,20 @@ def default_data_home() -> Path:
     else:
         base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     return base / "ddlx"
+
+
+def default_cache_dir() -> Path:
+    """Where ddlx keeps what it can always compute again (`ddlx.analysis.cache`): `$DDLX_CACHE_DIR`,
+    else the per-user cache folder (`$XDG_CACHE_HOME/ddlx` or `~/.cache/ddlx` on Linux,
+    `~/Library/Caches/ddlx` on macOS, `%LOCALAPPDATA%\\ddlx\\Cache` on Windows)."""
+    configured = os.environ.get("DDLX_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "ddlx" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "ddlx"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ddlx"
 
 
 def resolve_data_home(data_home: Path | str | None = None) -> Path:

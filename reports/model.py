@@ -278,6 +278,17 @@ class TraceFacts:
     synthetic_details: dict[str, Any] | None
     modules: list[str]
     results_folder: str  # relative to the report's folder ("." for a one-trace report)
+    #: Intermediate results read from earlier runs and kept for later ones (`ddlx.analysis.cache`).
+    kept_results: dict[str, Any] | None = None
+
+    @property
+    def kept_results_text(self) -> str:
+        """`kept_results` in words."""
+        kept = self.kept_results or {}
+        if not kept.get("folder"):
+            return "all computed in this run (none kept: --no-cache, or the cache folder cannot be written)"
+        return (f"{kept.get('read', 0)} read from earlier runs on this store version, {kept.get('kept', 0)} computed "
+                f"and kept for later runs, in {kept['folder']}")
 
 
 @dataclass

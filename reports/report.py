@@ -229,6 +229,7 @@ def _trace_facts(item: TraceInput) -> TraceFacts:
         synthetic_details=provenance.get("synthetic_details"),
         modules=[m.module for m in result.modules],
         results_folder=item.folder.rstrip("/") or ".",
+        kept_results=provenance.get("kept_results"),
     )
 
 

@@ -4,7 +4,10 @@ Parquet file per result table (`<module>/<table>.parquet`)."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import polars as pl
@@ -68,6 +71,21 @@ def write_results_into(result: AnalysisResult, folder: Path, with_report: bool =
 
         write_report(result, folder)
     return sorted(path.relative_to(folder) for path in folder.rglob("*") if path.is_file())
+
+
+def check_results_writable(out_dir: Path) -> None:
+    """Before an analysis: `StorageError` when its results could not be written as `out_dir` (as
+    `check_results_folder`; or the nearest folder that exists above it is a file, or refuses a new
+    folder), so that a bad `--out` is refused at once, before the analysis runs and keeps its
+    intermediate results. Nothing is left behind."""
+    check_results_folder(out_dir)
+    above = Path(os.path.abspath(out_dir)).parent
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    with storage_errors(out_dir, "writing the results"):
+        if not above.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(above))
+        os.rmdir(tempfile.mkdtemp(prefix=f".{out_dir.name}.probe-", dir=above))
 
 
 def check_results_folder(out_dir: Path) -> None:

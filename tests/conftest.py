@@ -7,6 +7,7 @@ import io
 import os
 import sys
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,20 @@ def write_pai_release(folder: Path, archives: bool = True,
         else:
             (folder / f"{table}.csv").write_bytes(data)
     return folder
+
+
+@pytest.fixture(autouse=True, scope="session")
+def cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The tests' kept analysis results go to a folder of the test session (`DDLX_CACHE_DIR`, also
+    read by the commands they run), never to the user's cache folder."""
+    folder = tmp_path_factory.mktemp("cache")
+    before = os.environ.get("DDLX_CACHE_DIR")
+    os.environ["DDLX_CACHE_DIR"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("DDLX_CACHE_DIR", None)
+    else:
+        os.environ["DDLX_CACHE_DIR"] = before
 
 
 @pytest.fixture

@@ -240,7 +240,7 @@ def pai_request_vs_usage_tables(ctx: TraceContext) -> tuple[pl.DataFrame, pl.Dat
         with materialized(ctx, f"SELECT * FROM {pai_task_usage_sql()}", "pai_task_usage") as usage:
             return pai_request_vs_usage(ctx, usage), pai_usage_ratio_cdf(ctx, usage)
 
-    return ctx.once("pai_request_vs_usage_tables", compute)
+    return ctx.once("pai_request_vs_usage_tables", compute, keep=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,7 +295,7 @@ def colocation_distribution(ctx: TraceContext) -> pl.DataFrame:
     and over all machines (definition `sharing.colocation.concurrent_instances`), counting
     instances without an end as `ctx.holds_open("instance")` says. Both ways of counting come
     from one sweep, computed once per run."""
-    both = ctx.once("pai_colocation_distributions", lambda: _colocation_distributions(ctx))
+    both = ctx.once("pai_colocation_distributions", lambda: _colocation_distributions(ctx), keep=True)
     return both.filter(pl.col("held_open") == ctx.holds_open("instance")).drop("held_open")
 
 
@@ -447,7 +447,7 @@ def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
             FROM (SELECT min(t.start_time) - j.start_time AS delay_s
                   FROM pai_job_table j LEFT JOIN tasks t USING (job_name) GROUP BY j.job_name, j.start_time)""")
     with_clause = f"WITH {', '.join(ctes)} " if ctes else ""
-    frame = ctx.query(with_clause + " UNION ALL ".join(parts))
+    frame = ctx.query(with_clause + " UNION ALL ".join(parts), keep="pai_queue_definitions")
     return frame.rename({"jobs_with_value": "rows_with_value"})
 
 

@@ -124,7 +124,7 @@ def _notebook_shares(ctx: TraceContext) -> dict[str, float | None]:
     conditions = [condition for *_, condition in _GPU_REQUESTS] + [_gpu_type_condition(t) for t, _ in _GPU_TYPES]
     columns = ", ".join(f"100.0 * count(*) FILTER (WHERE {condition}) / nullif(count(plan_gpu), 0) AS v{i}"
                         for i, condition in enumerate(conditions))
-    row = ctx.one_row(f"SELECT {columns} FROM {_NOTEBOOK_TASKS}")
+    row = ctx.one_row(f"SELECT {columns} FROM {_NOTEBOOK_TASKS}", keep="pai_notebook_shares")
     return {condition: row[f"v{i}"] for i, condition in enumerate(conditions)}
 
 

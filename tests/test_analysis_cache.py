@@ -1,0 +1,192 @@
+"""Intermediate results kept between analyses (`ddlx.analysis.cache`): a run that reads them gives
+exactly what a run computing them gives; they are never read for other data or other code; a kept
+result that cannot be written or read is computed, and the analysis goes on."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ddlx.analysis.cache import _source_files, analysis_cache_folder, source_fingerprint
+from ddlx.analysis.context import open_trace
+from ddlx.analysis.model import AnalysisResult
+from ddlx.analysis.runner import run_analysis
+from ddlx.datasets import catalog
+from ddlx.datasets.ingest import ingest
+from ddlx.datasets.traces.pai.generator import generate as generate_pai
+from ddlx.reports.results import write_results
+from tests.conftest import write_pai_release
+
+#: A small generated PAI release: every table, so every kept result of PAI is made.
+SCALE = 0.004
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB on one thread: runs compared to the bit then differ only where a kept result would."""
+    bound = catalog.bound_memory
+
+    def bound_on_one_thread(con, spill_dir: Path) -> None:
+        bound(con, spill_dir)
+        con.execute("SET threads = 1")
+
+    monkeypatch.setattr(catalog, "bound_memory", bound_on_one_thread)
+
+
+@pytest.fixture(scope="module")
+def generated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("kept")
+    generate_pai(folder / "release", scale=SCALE, seed=5)
+    ingest("pai", folder / "release", folder / "home")
+    return folder / "home"
+
+
+@pytest.fixture
+def small_home(tmp_path: Path) -> Path:
+    ingest("pai", write_pai_release(tmp_path / "release"), tmp_path / "home")
+    return tmp_path / "home"
+
+
+def _outputs(result: AnalysisResult) -> tuple[dict[str, pl.DataFrame], list[dict]]:
+    """Every table (by module and name) and every finding of a run."""
+    tables = {f"{m.module}/{table.name}": table.frame for m in result.modules for table in m.tables}
+    findings = [dataclasses.asdict(finding) for m in result.modules for finding in m.findings]
+    return tables, findings
+
+
+def _assert_same(a: AnalysisResult, b: AnalysisResult) -> None:
+    tables_a, findings_a = _outputs(a)
+    tables_b, findings_b = _outputs(b)
+    assert tables_a.keys() == tables_b.keys()
+    for name, frame in tables_a.items():
+        assert frame.equals(tables_b[name]) and frame.schema == tables_b[name].schema, name
+    assert findings_a == findings_b
+
+
+def _kept_files(result: AnalysisResult) -> list[Path]:
+    """The files of the kept results of the run `result` (those of its store version)."""
+    folder = Path(result.provenance["kept_results"]["folder"])
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_run_reading_kept_results_gives_exactly_what_computing_them_gives(generated_home: Path) -> None:
+    first = run_analysis(generated_home, "pai")
+    made = first.provenance["kept_results"]
+    assert made["read"] == 0 and made["kept"] >= 10  # the sweeps, joins and allocation steps of PAI
+    assert len({p.name.split("-")[0] for p in _kept_files(first)}) >= 8
+    assert not (generated_home / ".cache").exists() and Path(made["folder"]).is_relative_to(analysis_cache_folder())
+    second = run_analysis(generated_home, "pai")
+    assert second.provenance["kept_results"] == {"folder": made["folder"], "read": made["kept"], "kept": 0}
+    _assert_same(first, second)
+    computed = run_analysis(generated_home, "pai", cache=False)
+    assert computed.provenance["kept_results"] == {"folder": None, "read": 0, "kept": 0}
+    _assert_same(second, computed)
+
+
+def test_a_new_store_version_never_reads_the_old_ones_results(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    generate_pai(tmp_path / "a", scale=SCALE, seed=1)
+    generate_pai(tmp_path / "b", scale=SCALE, seed=2)
+    ingest("pai", tmp_path / "a", home)
+    first = run_analysis(home, "pai")
+    old_folder = Path(first.provenance["kept_results"]["folder"])
+    ingest("pai", tmp_path / "b", home)  # another release: a new store version
+    second = run_analysis(home, "pai")
+    kept = second.provenance["kept_results"]
+    assert kept["read"] == 0 and kept["kept"] == first.provenance["kept_results"]["kept"]
+    assert not old_folder.parent.exists()  # the old version's results went with the first write
+    assert Path(kept["folder"]).is_dir()
+    computed = run_analysis(home, "pai", cache=False)
+    _assert_same(second, computed)
+    colocation = [f"{m.module}/{t.name}" for m in second.modules for t in m.tables if "colocation" in t.name]
+    assert colocation  # and the data differ, so reading the old results would have shown
+    assert not _outputs(first)[0][colocation[0]].equals(_outputs(second)[0][colocation[0]])
+
+
+def test_damaged_kept_results_are_computed_again(small_home: Path) -> None:
+    first = run_analysis(small_home, "pai")
+    files = [p for p in _kept_files(first) if p.suffix == ".parquet"]
+    assert files
+    for path in files:
+        path.write_bytes(b"PAR1 not really")
+    again = run_analysis(small_home, "pai")
+    assert again.provenance["kept_results"]["read"] == 0
+    assert again.provenance["kept_results"]["kept"] == first.provenance["kept_results"]["kept"]
+    _assert_same(first, again)
+    assert run_analysis(small_home, "pai").provenance["kept_results"]["read"] == again.provenance[
+        "kept_results"]["kept"]  # replaced by good ones
+
+
+def test_no_cache_neither_reads_nor_writes(small_home: Path, cli, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DDLX_CACHE_DIR", str(tmp_path / "cache"))
+    result = cli("analyze", "pai-trace", "--no-cache", "--data-home", small_home, "--out", tmp_path / "out")
+    assert result.code == 0, result.err
+    assert not (tmp_path / "cache").exists()
+    assert "intermediate results: all computed in this run" in (tmp_path / "out" / "report.md").read_text()
+    result = cli("analyze", "pai-trace", "--data-home", small_home, "--out", tmp_path / "out")
+    assert result.code == 0, result.err
+    assert list((tmp_path / "cache").rglob("*.parquet"))
+
+
+def test_a_failed_run_keeps_nothing(small_home: Path, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DDLX_CACHE_DIR", str(tmp_path / "cache"))
+    from ddlx.analysis import users
+
+    def broken(ctx):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(users, "analyze", broken)  # users runs after the modules that keep results
+    with pytest.raises(OSError):
+        run_analysis(small_home, "pai")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_cache_that_cannot_be_written_is_no_cache(small_home: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("a file where the cache folder would go")
+    monkeypatch.setenv("DDLX_CACHE_DIR", str(tmp_path / "file"))
+    result = run_analysis(small_home, "pai")
+    assert result.provenance["kept_results"] == {"folder": None, "read": 0, "kept": 0}
+    _assert_same(result, run_analysis(small_home, "pai", cache=False))
+
+
+def test_the_report_says_what_was_read_and_kept(small_home: Path, tmp_path: Path) -> None:
+    first = run_analysis(small_home, "pai")
+    second = run_analysis(small_home, "pai")
+    write_results(second, tmp_path / "out", with_report=True)
+    text = (tmp_path / "out" / "report.md").read_text()
+    count = first.provenance["kept_results"]["kept"]
+    assert f"intermediate results: {count} read from earlier runs on this store version, 0 computed" in text
+
+
+def test_a_kept_query_may_read_only_the_catalog(small_home: Path) -> None:
+    with open_trace(small_home, "pai") as ctx:
+        ctx.execute("CREATE TEMP TABLE my_steps AS SELECT 1 AS x")
+        with pytest.raises(ValueError, match="cannot read my_steps"):
+            ctx.query("SELECT * FROM my_steps", keep="mine")
+        with pytest.raises(ValueError, match="cannot read gpu_samples"):
+            ctx.query("SELECT * FROM gpu_samples", keep="mine")
+        assert ctx.query("SELECT count(*) AS n FROM pai_job_table", keep="jobs")["n"].to_list() == [5]
+
+
+def test_the_code_fingerprint_covers_every_source_file_and_changes_with_one(tmp_path: Path) -> None:
+    import ddlx
+
+    names = {str(p.relative_to(Path(ddlx.__file__).parent)) for p in _source_files(Path(ddlx.__file__).parent)}
+    assert {"analysis/cache.py", "analysis/allocation.py", "datasets/traces/pai/analyses.py"} <= names
+    assert not any(name.startswith(("tests/", "benchmarks/", ".")) for name in names)
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "not_a_package").mkdir()
+    for path in (package / "__init__.py", package / "sub" / "__init__.py", package / "sub" / "code.py"):
+        path.write_text("x = 1\n")
+    (package / "not_a_package" / "script.py").write_text("x = 1\n")
+    before = source_fingerprint(package)
+    (package / "not_a_package" / "script.py").write_text("x = 2\n")
+    assert source_fingerprint(package) == before  # not part of the package
+    (package / "sub" / "code.py").write_text("x = 2\n")
+    assert source_fingerprint(package) != before
