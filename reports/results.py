@@ -76,8 +76,8 @@ def write_results_into(result: AnalysisResult, folder: Path, with_report: bool =
 def check_results_writable(out_dir: Path) -> None:
     """Before an analysis: `StorageError` when its results could not be written as `out_dir` (as
     `check_results_folder`; or the nearest folder that exists above it is a file, or refuses a new
-    folder), so that a bad `--out` is refused at once, before the analysis runs and keeps its
-    intermediate results. Nothing is left behind."""
+    folder), so that a bad `--out` is refused at once rather than after the analysis has run.
+    Nothing is left behind."""
     check_results_folder(out_dir)
     above = Path(os.path.abspath(out_dir)).parent
     while not above.exists() and above != above.parent:
