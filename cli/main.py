@@ -362,11 +362,9 @@ def analyze_dataset(
 ) -> None:
     """Characterize any dataset of the catalog (an imported cluster log, or an ingested trace)."""
     from ddlx.analysis.runner import run_analysis
-    from ddlx.reports.results import check_results_writable
 
     options = _options(resolution, window, engine, spark_master, samples_location, partitions, spark_conf)
-    out = out if out is not None else Path("ddlx-results") / name
-    check_results_writable(out)
+    out = _writable_out(out, name)
     result = run_analysis(_home(data_home), name, _module_names(module), progress=_say, options=options,
                           cache=not no_cache)
     _render(result, out)
@@ -376,14 +374,22 @@ def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str]
              options: dict[str, Any], data_home: Path | None, cache: bool = True) -> None:
     from ddlx.analysis.runner import run_analysis
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
-    from ddlx.reports.results import check_results_writable
 
     modules = _module_names(module)
-    out = out if out is not None else Path("ddlx-results") / f"{trace}-trace"
-    check_results_writable(out)
+    out = _writable_out(out, f"{trace}-trace")
     home = home_with_jobs_or_sample(_home(data_home), trace, force_sample, progress=_say)
     result = run_analysis(home, trace, modules, progress=_say, options=options, cache=cache)
     _render(result, out)
+
+
+def _writable_out(out: Path | None, default_name: str) -> Path:
+    """The results folder (`out`, else `./ddlx-results/<default_name>`), refused before the analysis
+    runs when its results could not be written there."""
+    from ddlx.reports.results import check_results_writable
+
+    out = out if out is not None else Path("ddlx-results") / default_name
+    check_results_writable(out)
+    return out
 
 
 def _render(result: Any, out: Path) -> None:

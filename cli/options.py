@@ -37,7 +37,7 @@ Window = Annotated[Optional[str], typer.Option(
                      "holding 99 % of the submissions).", show_default=False)]
 NoCache = Annotated[bool, typer.Option(
     "--no-cache", help="Compute every result anew, neither reading nor writing the intermediate results kept "
-                       "between runs on an unchanged catalog (in <data home>/.cache; safe to delete).")]
+                       "between runs on the same data (in $DDLX_CACHE_DIR, else ~/.cache/ddlx; safe to delete).")]
 Engine = Annotated[Optional[str], typer.Option(
     "--engine", help="Where the reductions that grow with the data run (telemetry, allocation sweep, run-time "
                      "counts): duckdb (embedded, default) or spark (PySpark; samples are read where they are).",
