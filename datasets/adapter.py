@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,10 +69,13 @@ class SourcePart:
 
 @dataclass(frozen=True)
 class LocalPart:
-    """A `SourcePart` made readable: `local_path` is a plain file (the member extracted, or the file)."""
+    """A `SourcePart` made readable: `local_path` is a plain file (the member extracted, or the file).
+
+    `holds_nul`, when given, tells (waiting for the scan to end) whether the file holds a NUL byte."""
 
     part: SourcePart
     local_path: Path
+    holds_nul: Callable[[], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,7 @@ def load_csv_parts(con: duckdb.DuckDBPyConnection, parts: list[LocalPart], out_p
             check_header(local.local_path, local.part.display,
                          fmt.expected_header or tuple(fmt.columns), fmt.delimiter)
         sources.append(CsvSource(local.local_path, local.part.display, fmt.columns, fmt.select,
-                                 fmt.header, fmt.delimiter, fmt.timestamp_format))
+                                 fmt.header, fmt.delimiter, fmt.timestamp_format, holds_nul=local.holds_nul))
     return load_csv_sources(con, sources, out_path, max_rejected_rows, ranges)
 
 

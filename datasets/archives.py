@@ -119,6 +119,19 @@ def hash_file(path: Path, hasher: "hashlib._Hash | None" = None) -> "hashlib._Ha
     return hasher
 
 
+def hash_and_scan(path: Path) -> tuple[str, bool]:
+    """The hex SHA-256 of the file at `path`, and whether it holds a NUL byte, in one read.
+
+    A text field can hold a NUL character only where its file holds the byte, so a file without
+    one needs no search for NULs in its stored values (`csvload.check_values`)."""
+    hasher, holds_nul = hashlib.sha256(), False
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            hasher.update(chunk)
+            holds_nul = holds_nul or b"\0" in chunk
+    return hasher.hexdigest(), holds_nul
+
+
 def sha256_file(path: Path) -> str:
     """The hex SHA-256 of the file at `path`."""
     return hash_file(path).hexdigest()
@@ -157,10 +170,13 @@ def member_matches(name: str, wanted: str) -> bool:
     return name == wanted or name.endswith("/" + wanted)
 
 
-def extract_members(archive: Path, wanted: dict[str, Path],
-                    on_extracted: Callable[[str], None] | None = None) -> str:
+#: Called with a member's name, and whether it holds a NUL byte, as each one is extracted.
+OnExtracted = Callable[[str, bool], None]
+
+
+def extract_members(archive: Path, wanted: dict[str, Path], on_extracted: OnExtracted | None = None) -> str:
     """Write each member `wanted` names (member -> destination) of the gzip'd tar or zip `archive`
-    to its destination, in one pass; call `on_extracted(member)` as each one is complete.
+    to its destination, in one pass; call `on_extracted(member, holds_nul)` as each one is complete.
 
     Returns the archive's sha256. Raises `InputError` when the archive is truncated or corrupt,
     lacks a wanted member (only regular files count), or a member expands past the
@@ -249,7 +265,7 @@ def _copy_member(source: BinaryIO, dest: Path, meter: _MemberMeter, size: int = 
         if size > 0:
             _reserve(out, size, dest, doing)
         while chunk := source.read(COPY_CHUNK):
-            meter.count(len(chunk))
+            meter.count(chunk)
             try:
                 out.write(chunk)
             except OSError as exc:  # the disk, not the archive: name where it was written
@@ -287,17 +303,20 @@ class _MemberMeter:
     position: Callable[[], int]
     start: int
     written: int = 0
+    holds_nul: bool = False
 
-    def count(self, size: int) -> None:
-        self.written += size
+    def count(self, chunk: bytes) -> None:
+        """Count `chunk`, the next bytes of the member, and note whether it holds a NUL byte."""
+        self.written += len(chunk)
+        self.holds_nul = self.holds_nul or b"\0" in chunk
         self.limits.check_size(self.archive, self.member, self.written, counted=True)
         self.limits.check_ratio(self.archive, self.member, self.written, self.position() - self.start)
 
 
-def _finished(target: str, done: set[str], on_extracted: Callable[[str], None] | None) -> None:
+def _finished(target: str, done: set[str], on_extracted: OnExtracted | None, meter: _MemberMeter) -> None:
     done.add(target)
     if on_extracted is not None:
-        on_extracted(target)
+        on_extracted(target, meter.holds_nul)
 
 
 #: Compressed bytes the gzip reader reads ahead of what it has decompressed. It must stay within
@@ -319,7 +338,7 @@ def open_gzip(raw: BinaryIO) -> BinaryIO:
 
 
 def _extract_tar(archive: Path, wanted: dict[str, Path], done: set[str],
-                 on_extracted: Callable[[str], None] | None, limits: ExpansionLimits) -> str:
+                 on_extracted: OnExtracted | None, limits: ExpansionLimits) -> str:
     """Extract as `extract_members` says; returns the archive's SHA-256, hashed as it is read."""
     # tarfile reads a stream in records of 10 KiB unless told otherwise: a larger buffer makes the
     # walk through the members several times faster
@@ -335,16 +354,16 @@ def _extract_tar(archive: Path, wanted: dict[str, Path], done: set[str],
             limits.check_size(archive, member.name, member.size)
             source = tar.extractfile(member)
             assert source is not None
+            meter = _MemberMeter(archive, member.name, limits, raw.tell, raw.tell())
             with source:
-                _copy_member(source, wanted[target],
-                             _MemberMeter(archive, member.name, limits, raw.tell, raw.tell()), member.size)
-            _finished(target, done, on_extracted)
+                _copy_member(source, wanted[target], meter, member.size)
+            _finished(target, done, on_extracted, meter)
         read_to_the_end(stream)
         return raw.hexdigest_of_all()
 
 
 def _extract_zip(archive: Path, wanted: dict[str, Path], done: set[str],
-                 on_extracted: Callable[[str], None] | None, limits: ExpansionLimits) -> None:
+                 on_extracted: OnExtracted | None, limits: ExpansionLimits) -> None:
     with open(archive, "rb") as raw, zipfile.ZipFile(raw) as zf:
         for info in zf.infolist():
             name = info.filename
@@ -355,10 +374,10 @@ def _extract_zip(archive: Path, wanted: dict[str, Path], done: set[str],
                 continue
             limits.check_size(archive, name, info.file_size)
             limits.check_ratio(archive, name, info.file_size, info.compress_size)
+            meter = _MemberMeter(archive, name, limits, raw.tell, info.header_offset)
             with zf.open(info) as source:
-                _copy_member(source, wanted[target],
-                             _MemberMeter(archive, name, limits, raw.tell, info.header_offset), info.file_size)
-            _finished(target, done, on_extracted)
+                _copy_member(source, wanted[target], meter, info.file_size)
+            _finished(target, done, on_extracted, meter)
 
 
 def archive_member_names(archive: Path, wanted: Callable[[str], bool] = lambda name: False) -> list[str]:

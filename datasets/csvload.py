@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from ddlx.datasets.ranges import (
     range_screen_sql,
     refused_fields,
 )
-from ddlx.datasets.sqltext import sql_string
+from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, sql_string
 from ddlx.errors import InputError, read_error
 
 _CONVERT_VALUE = re.compile(r'Could not convert string "(.*?)" to')
@@ -148,7 +148,8 @@ def check_header(csv_path: Path, display: str, expected: Sequence[str], delimite
 class CsvSource:
     """One CSV file to load: its schema and the SELECT applied to its rows (read FROM `SOURCE`).
 
-    `display` is the name used in messages (e.g. `<archive>.tar.gz:<member>.csv`).
+    `display` is the name used in messages (e.g. `<archive>.tar.gz:<member>.csv`); `holds_nul`, when
+    given, tells whether the file holds a NUL byte (when it does not, no stored value can hold one).
     """
 
     path: Path
@@ -159,6 +160,11 @@ class CsvSource:
     delimiter: str = ","
     timestamp_format: str | None = None
     null_strings: tuple[str, ...] = ()
+    holds_nul: Callable[[], bool] | None = None
+
+    def may_hold_nul(self) -> bool:
+        """Whether a value read from this file may hold a NUL character (True unless scanned)."""
+        return self.holds_nul is None or self.holds_nul()
 
     def query(self) -> str:
         """`select` over the file's rows, which it reads as the table `SOURCE` (a named subquery, so
@@ -200,7 +206,7 @@ def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], o
     query = " UNION ALL BY NAME ".join(f"({source.query()})" for source in sources)
     try:
         rows = con.execute(
-            f"COPY ({query}) TO {sql_string(str(out_path))} (FORMAT parquet, COMPRESSION zstd)"
+            f"COPY ({query}) TO {sql_string(str(out_path))} ({PARQUET_COPY_OPTIONS})"
         ).fetchall()[0][0]
         reject_rows = con.execute(
             "SELECT s.file_path, e.line, e.column_name, CAST(e.error_type AS VARCHAR), e.csv_line, "
@@ -344,7 +350,7 @@ def check_values(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], out_p
     file order) raises its `InputError`.
     """
     stored = f"read_parquet({sql_string(str(out_path))})"
-    texts = text_columns(con, stored)
+    texts = text_columns(con, stored) if any(source.may_hold_nul() for source in sources) else []
     screens = (([range_screen_sql(stored, ranges)] if ranges else [])
                + ([nul_screen_sql(stored, texts)] if texts else []))
     if not any(int(con.execute(screen).fetchall()[0][0]) for screen in screens):
@@ -371,7 +377,7 @@ def check_values(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], out_p
         raise error
     kept = out_path.with_name(f"{out_path.stem}.in-range.parquet")
     result.rows = int(con.execute(f"COPY (SELECT * FROM {stored} WHERE {in_range_sql(ranges, texts)}) TO "
-                                  f"{sql_string(str(kept))} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0])
+                                  f"{sql_string(str(kept))} ({PARQUET_COPY_OPTIONS})").fetchall()[0][0])
     kept.replace(out_path)
     result.rejected += bad_rows
     for (_, _, reason), count in zip(kinds, counts):

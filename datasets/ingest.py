@@ -37,10 +37,10 @@ from ddlx import __version__
 from ddlx.atomic import folder_lock, fsync_tree
 from ddlx.datasets import catalog, store
 from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, require_folder_or_archive
-from ddlx.datasets.archives import extract_members, sha256_file
+from ddlx.datasets.archives import extract_members, hash_and_scan
 from ddlx.datasets.download import read_first_seen
 from ddlx.datasets.home import store_dir
-from ddlx.datasets.sqltext import quote_identifier, sql_string
+from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, PARQUET_ZSTD_LEVEL, quote_identifier, sql_string
 from ddlx.datasets.validation import run_checks, run_figures
 from ddlx.errors import DdlxError, UnknownDatasetError, first_line, storage_error, storage_errors
 
@@ -115,7 +115,8 @@ class _Inputs:
     """Makes the parts of every table readable on a background thread, in table order.
 
     Each archive is read once, extracting all the members wanted from it into `tmp`; plain files
-    are read in place. Every input file is hashed (sha256) on the same thread, so this work
+    are read in place. Every input file is hashed (sha256) on the same thread, and every file a
+    table is read from is searched for a NUL byte as it goes by (`LocalPart.holds_nul`), so this work
     overlaps DuckDB loading the tables that are ready. An archive is extracted only once the table
     before its first table is being loaded (`LOOKAHEAD`), and each table's members are removed
     once it is loaded, so the disk holds the unpacked members of about two tables at a time, not
@@ -129,6 +130,7 @@ class _Inputs:
         self.parts = parts
         self.order = {table: index for index, table in enumerate(parts)}
         self.local: dict[tuple[Path, str | None], Future[Path]] = {}
+        self.holds_nul: dict[tuple[Path, str | None], Future[bool]] = {}
         self.sha256: dict[Path, Future[str]] = {}
         self.turn = threading.Condition()
         self.reached = 0  # the index of the latest table asked for (the first one from the start)
@@ -141,17 +143,35 @@ class _Inputs:
                     done: Future[Path] = Future()
                     done.set_result(part.path)
                     self.local[(part.path, None)] = done
-                    self.sha256[part.path] = pool.submit(sha256_file, part.path)
+                    self.holds_nul[(part.path, None)] = Future()
+                    self.sha256[part.path] = pool.submit(self._scan, part.path, self.holds_nul[(part.path, None)])
                 else:
                     self._schedule_archive(part.path, tmp, pool)
+
+    @staticmethod
+    def _scan(path: Path, holds_nul: Future[bool]) -> str:
+        """Hash the plain file `path` and settle `holds_nul`; returns its sha256."""
+        try:
+            sha256, nul = hash_and_scan(path)
+        except BaseException as exc:
+            holds_nul.set_exception(exc)
+            raise
+        holds_nul.set_result(nul)
+        return sha256
 
     def _schedule_archive(self, archive: Path, tmp: Path, pool: ThreadPoolExecutor) -> None:
         members = list(dict.fromkeys(p.member for ps in self.parts.values() for p in ps
                                      if p.path == archive and p.member is not None))
         dests = {m: tmp / f"{len(self.local) + i}-{Path(m).name}" for i, m in enumerate(members)}
         futures: dict[str, Future[Path]] = {m: Future() for m in members}
+        nul: dict[str, Future[bool]] = {m: Future() for m in members}
         for member, future in futures.items():
             self.local[(archive, member)] = future
+            self.holds_nul[(archive, member)] = nul[member]
+
+        def extracted(member: str, holds_nul: bool) -> None:
+            nul[member].set_result(holds_nul)
+            futures[member].set_result(dests[member])
 
         first_table = min(self.order[table] for table, ps in self.parts.items()
                           if any(p.path == archive for p in ps))
@@ -162,10 +182,9 @@ class _Inputs:
                     self.turn.wait_for(lambda: self.stopped or self.reached + self.LOOKAHEAD >= first_table)
                     if self.stopped:
                         raise _Stopped(str(archive))
-                return extract_members(archive, dests,
-                                       lambda member: futures[member].set_result(dests[member]))
+                return extract_members(archive, dests, extracted)
             except BaseException as exc:
-                for future in futures.values():
+                for future in [*futures.values(), *nul.values()]:
                     if not future.done():
                         future.set_exception(exc)
                 raise
@@ -178,7 +197,8 @@ class _Inputs:
         with self.turn:
             self.reached = max(self.reached, self.order[table])
             self.turn.notify_all()
-        return [LocalPart(p, self.local[(p.path, p.member)].result()) for p in self.parts[table]]
+        return [LocalPart(p, self.local[(p.path, p.member)].result(), self.holds_nul[(p.path, p.member)].result)
+                for p in self.parts[table]]
 
     def stop(self) -> None:
         """Extract no further archive (one being extracted runs to its end)."""
@@ -351,7 +371,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
             out = sql_string(str(staging / f"{name}.parquet"))
             try:
                 rows[name] = int(con.execute(
-                    f"COPY ({select}) TO {out} (FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0])
+                    f"COPY ({select}) TO {out} ({PARQUET_COPY_OPTIONS})").fetchall()[0][0])
             except duckdb.Error as exc:
                 raise _build_error(adapter, name, exc, staging) from None
             present.append(name)
@@ -451,7 +471,8 @@ def store_derived_tables(home: Path, dataset: str, tables: dict[str, Any], prove
                     if table not in views:
                         _link_or_copy(previous.parquet_path(table), staging / f"{table}.parquet")
                 for name, table in tables.items():
-                    pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
+                    pq.write_table(table, staging / f"{name}.parquet", compression="zstd",
+                                   compression_level=PARQUET_ZSTD_LEVEL)
                 manifest = {**previous.manifest, "version": _new_version(),
                             "rows": {**previous.manifest.get("rows", {}), **{n: t.num_rows for n, t in tables.items()}},
                             "derived": {**previous.manifest.get("derived", {}),

@@ -13,3 +13,12 @@ def quote_identifier(name: str) -> str:
     """A SQL identifier: `"..."` with each double quote doubled, so any name (spaces, quotes, braces,
     SQL words) stays one name."""
     return '"' + str(name).replace('"', '""') + '"'
+
+
+#: zstd level of every Parquet file ddlx stores. Level 1, not the writers' default of 3: on the PAI
+#: release it writes files no larger (the instance table 544 MiB against 572 MiB) in about 30 % less
+#: CPU, and reading them back is as fast.
+PARQUET_ZSTD_LEVEL = 1
+
+#: The options of every DuckDB `COPY ... TO` that writes a stored Parquet file.
+PARQUET_COPY_OPTIONS = f"FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL {PARQUET_ZSTD_LEVEL}"

@@ -409,3 +409,29 @@ def test_a_genuine_compressible_member_is_not_taken_for_a_bomb(tmp_path: Path) -
     dest.mkdir()
     extract_members(archive, {"a.csv": dest / "a", "b.csv": dest / "b"})
     assert (dest / "b").stat().st_size == len(text)
+
+
+def test_extraction_tells_which_members_hold_a_nul_byte(tmp_path: Path) -> None:
+    """Each member's NUL bytes are looked for in its own bytes only: the tar headers, padded with
+    NULs, do not count; a NUL past the first copy piece is found. Zip members likewise."""
+    late_nul = b"a,b\n" * archives.COPY_CHUNK + b"x\x00y\n"
+    members = {"clean.csv": b"1,2\n3,4\n", "late.csv": late_nul, "early.csv": b"\x00,1\n"}
+    archive = _write_tar_gz(tmp_path / "t.tar.gz", [(_file_info(n, len(d)), d) for n, d in members.items()])
+    zipped = tmp_path / "t.zip"
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    for source in (archive, zipped):
+        seen: dict[str, bool] = {}
+        dest = tmp_path / source.suffix.lstrip(".")
+        dest.mkdir()
+        extract_members(source, {name: dest / name for name in members}, seen.__setitem__)
+        assert seen == {"clean.csv": False, "late.csv": True, "early.csv": True}, source
+
+
+def test_hash_and_scan_gives_the_sha256_and_finds_a_nul_in_any_chunk(tmp_path: Path) -> None:
+    clean, late = tmp_path / "clean", tmp_path / "late"
+    clean.write_bytes(b"x" * (3 * archives.CHUNK + 7))
+    late.write_bytes(b"y" * (2 * archives.CHUNK) + b"\x00")
+    assert archives.hash_and_scan(clean) == (_sha256(clean), False)
+    assert archives.hash_and_scan(late) == (_sha256(late), True)

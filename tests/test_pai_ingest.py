@@ -249,3 +249,16 @@ def test_archives_are_unpacked_one_table_ahead(pai_release: Path, home: Path,
         later = {f"{t}.csv" for t in order[index + 2:]}
         assert f"{table}.csv" in seen[table] and not seen[table] & later, (table, seen[table])
         assert not seen[table] & {f"{t}.csv" for t in order[:index]}  # loaded ones are removed
+
+
+@pytest.mark.parametrize("archives", [True, False])
+def test_a_nul_in_a_text_field_is_refused_from_archives_and_files(tmp_path: Path, archives: bool) -> None:
+    """A user name holding a NUL character is refused, naming its line and field, whether the table
+    comes from its official archive or from the extracted file (each is searched for NUL bytes as
+    it is read, and only a file holding one has its stored text searched)."""
+    lines = ["j1,inst1,u1,Terminated,1000.0,5000.0", "j2,inst2,u\x001,Failed,2000.0,2600.0"]
+    release = write_pai_release(tmp_path / "release", archives=archives,
+                                overrides={"pai_job_table": ("\n".join(lines) + "\n").encode()})
+    with pytest.raises(InputError, match=r"pai_job_table.*line 2.*user.*NUL"):
+        ingest("pai", release, tmp_path / "home")
+    assert not (tmp_path / "home" / "catalog.duckdb").exists()

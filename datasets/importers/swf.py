@@ -72,6 +72,7 @@ from pathlib import Path
 import polars as pl
 
 from ddlx.datasets.importers.presets import Preset
+from ddlx.datasets.sqltext import PARQUET_ZSTD_LEVEL
 from ddlx.errors import InputError
 
 #: The 18 fields of a record, in order (the names of the columns they are written to).
@@ -270,7 +271,7 @@ def convert(source: Path, display: str, out: Path) -> None:
     frame = _table(header, records, read_id_map(Path(source)), read_codes(Path(source)))
     partial = Path(f"{out}.tmp")
     try:
-        frame.write_parquet(partial, compression="zstd")
+        frame.write_parquet(partial, compression="zstd", compression_level=PARQUET_ZSTD_LEVEL)
         os.replace(partial, out)
     finally:
         partial.unlink(missing_ok=True)
