@@ -12,9 +12,10 @@ proportion to the data, k < 1 slower growth than the data (fixed costs weighing 
 faster. Targets: peak RSS under 2 GB (1,907 MiB) at every scale for ingest and analysis; k at most 1.
 
 Scale 10 takes about 16 GB of archives, about 25 GB more while it is ingested (the catalog, and
-the unpacked members of two tables at a time), and `--workdir` chooses the disk (default: the
-system's temporary folder). Its instance table unpacks to 20.6 GB, past ddlx's 16 GiB limit on one
-archive member, so the run raises that limit (`DDLX_MAX_MEMBER_BYTES`) as a user would.
+the unpacked members of the largest archive and of two other tables at a time), and `--workdir`
+chooses the disk (default: the system's temporary folder). Its instance table unpacks to 20.6 GB,
+past ddlx's 16 GiB limit on one archive member, so the run raises that limit
+(`DDLX_MAX_MEMBER_BYTES`) as a user would.
 """
 
 from __future__ import annotations

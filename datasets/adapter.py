@@ -5,9 +5,9 @@ at the top and defines a `TraceAdapter` subclass. `ingest` drives every adapter 
 
 1. `locate(source, tables)`: which files (or archive members) hold the rows of each stored table;
 2. ingest extracts archive members into a staging folder (one pass per archive, in the
-   background) and hashes every input file;
-3. `load_table(...)`: the table's parts -> one typed zstd Parquet file (the default reads CSVs
-   with the explicit schema of `csv_format`);
+   background) and hashes every input file, noting whether it holds a NUL byte;
+3. `load_table(...)`, table by table, smallest input first: the table's parts -> one typed zstd
+   Parquet file (the default reads CSVs with the explicit schema of `csv_format`);
 4. `derived_tables(paths)`: SELECTs over the stored Parquet files that build further tables, the
    canonical `<trace>_jobs` among them;
 5. `validation_checks(present)` and `figures(present)`: the validation report.

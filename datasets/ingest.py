@@ -111,20 +111,35 @@ class _Stopped(Exception):
     """An extraction that was not started because the ingest stopped first."""
 
 
+def input_bytes(parts: list[SourcePart]) -> int:
+    """Bytes of the distinct input files (plain files or whole archives) of one table's `parts`."""
+    return sum(path.stat().st_size for path in dict.fromkeys(p.path for p in parts))
+
+
+def load_order(parts: dict[str, list[SourcePart]]) -> list[str]:
+    """The tables of `parts` in the order ingest loads them: smallest input first (ties in the
+    adapter's order), so that the largest archive, unpacked from the start (`_Inputs`), is unpacked
+    while the other tables load rather than while DuckDB waits for it."""
+    return sorted(parts, key=lambda table: input_bytes(parts[table]))
+
+
 class _Inputs:
-    """Makes the parts of every table readable on a background thread, in table order.
+    """Makes the parts of every table readable on background threads, in load order.
 
     Each archive is read once, extracting all the members wanted from it into `tmp`; plain files
-    are read in place. Every input file is hashed (sha256) on the same thread, and every file a
-    table is read from is searched for a NUL byte as it goes by (`LocalPart.holds_nul`), so this work
-    overlaps DuckDB loading the tables that are ready. An archive is extracted only once the table
-    before its first table is being loaded (`LOOKAHEAD`), and each table's members are removed
-    once it is loaded, so the disk holds the unpacked members of about two tables at a time, not
-    the whole unpacked release.
+    are read in place. Every input file is hashed (sha256) as it is read, and every file a table
+    is read from is searched for a NUL byte as it goes by (`LocalPart.holds_nul`), so this work
+    overlaps DuckDB loading the tables that are ready. The largest archive is extracted from the
+    start, on a thread of its own; any other is extracted only once the table before its first
+    table is being loaded (`LOOKAHEAD`). Each table's members are removed once it is loaded, so
+    the disk holds the unpacked members of the largest archive and of about two other tables at
+    a time, not the whole unpacked release.
     """
 
     #: How many tables ahead of the one being loaded an archive may be extracted.
     LOOKAHEAD = 1
+    #: Threads reading inputs: one for the largest archive, one for the others in load order.
+    THREADS = 2
 
     def __init__(self, parts: dict[str, list[SourcePart]], tmp: Path, pool: ThreadPoolExecutor):
         self.parts = parts
@@ -135,6 +150,10 @@ class _Inputs:
         self.turn = threading.Condition()
         self.reached = 0  # the index of the latest table asked for (the first one from the start)
         self.stopped = False
+        archives = {p.path: p.path.stat().st_size for ps in parts.values() for p in ps if p.member is not None}
+        self.first = max(archives, key=lambda path: archives[path]) if archives else None
+        if self.first is not None:
+            self._schedule_archive(self.first, tmp, pool)
         for table_parts in parts.values():
             for part in table_parts:
                 if part.path in self.sha256:
@@ -175,6 +194,8 @@ class _Inputs:
 
         first_table = min(self.order[table] for table, ps in self.parts.items()
                           if any(p.path == archive for p in ps))
+        if archive == self.first:
+            first_table = 0
 
         def extract() -> str:
             try:
@@ -341,7 +362,8 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
             if previous.synthetic and not synthetic:
                 synthetic, synthetic_details = True, previous.manifest.get("synthetic_details")
     con = _connect(staging)
-    pool = ThreadPoolExecutor(max_workers=1)
+    pool = ThreadPoolExecutor(max_workers=_Inputs.THREADS)
+    parts = {table: parts[table] for table in load_order(parts)}
     inputs: _Inputs | None = None
     try:
         inputs = _Inputs(parts, staging / "tmp", pool)
@@ -365,7 +387,10 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
             }
         for table in parts:
             manifest_inputs[table]["files"] = inputs.file_entries(table)
-        present = [t for t in adapter.tables if t in rows]
+        # the manifest lists the tables in the adapter's order, whatever order they were loaded in
+        manifest_inputs = {t: manifest_inputs[t] for t in adapter.tables if t in manifest_inputs}
+        rows = {t: rows[t] for t in adapter.tables if t in rows}
+        present = list(rows)
         for name, select in adapter.derived_tables(staging, set(present)).items():
             say(f"{adapter.name}: building {name}")
             out = sql_string(str(staging / f"{name}.parquet"))
