@@ -15,9 +15,9 @@ def quote_identifier(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
 
-#: zstd level of every Parquet file ddlx stores. Level 1, not the writers' default of 3: on the PAI
-#: release it writes files no larger (the instance table 544 MiB against 572 MiB) in about 30 % less
-#: CPU, and reading them back is as fast.
+#: zstd level of every Parquet file ddlx stores. Level 1, not the writers' default of 3: on the
+#: largest release table ddlx reads it writes a file no larger (544 MiB against 572 MiB) in about
+#: 30 % less CPU, and reading it back is as fast (docs/performance.md).
 PARQUET_ZSTD_LEVEL = 1
 
 #: The options of every DuckDB `COPY ... TO` that writes a stored Parquet file.
