@@ -117,6 +117,13 @@ def extract_release(release: Path, dest: Path) -> None:
                 zf.extractall(dest)
 
 
+def step_seconds(home: Path, trace: str) -> dict[str, float]:
+    """The seconds of each step of the last ingest of `trace` into `home`, as its manifest records them."""
+    from ddlx.datasets import catalog
+
+    return catalog.read_registrations(home)[trace].manifest.get("step_seconds", {})
+
+
 def data_bytes(folder: Path) -> int:
     """Bytes of the release files under `folder` (the marker not counted)."""
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.name != MARKER)
@@ -157,6 +164,8 @@ def main() -> None:
                                     "--data-home", str(workdir / f"home-unpacked-{run}")]))
         archive_runs.append(measure([*ddlx, "datasets", "ingest", args.trace, "--from", str(release),
                                      "--data-home", str(workdir / f"home-archive-{run}")]))
+        if run == 0:
+            steps = {kind: step_seconds(workdir / f"home-{kind}-0", args.trace) for kind in ("unpacked", "archive")}
         shutil.rmtree(workdir / f"home-unpacked-{run}")
         if run:
             shutil.rmtree(workdir / f"home-archive-{run}")
@@ -183,6 +192,13 @@ def main() -> None:
         against = ("", "") if ratios is None else (f"{ratios[0]:.2f}", f"{ratios[1]:.2f}")
         print(f"{name:<44} {secs:>9.1f} {peak if peak is not None else float('nan'):>12.0f} "
               f"{against[0]:>14} {against[1]:>16}")
+    print()
+    print("ddlx's steps in the first run (the manifest's step_seconds; a table's time includes waiting for "
+          "its archive to be unpacked):")
+    print(f"{'step':<44} {'unpacked s':>11} {'archives s':>11}")
+    for name in dict.fromkeys([*steps["unpacked"], *steps["archive"]]):
+        cells = [f"{steps[kind][name]:.1f}" if name in steps[kind] else "" for kind in ("unpacked", "archive")]
+        print(f"{name:<44} {cells[0]:>11} {cells[1]:>11}")
     if not args.keep and args.workdir is None:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -27,11 +27,14 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ingest_trace import data_bytes, measure  # noqa: E402
+
+from ddlx.datasets import catalog  # noqa: E402
 
 COLUMNS = ("scale", "archives MiB", "generate s", "ingest s", "ingest peak MiB", "ingest k",
            "analyze s", "analyze peak MiB", "analyze k", "again s", "again peak MiB")
@@ -49,6 +52,7 @@ def run_scale(trace: str, scale: float, workdir: Path) -> dict[str, float]:
         os.environ.setdefault("DDLX_MAX_MEMBER_BYTES", "64G")  # scale 10 has a 20.6 GB member
         ingest_s, ingest_mb = measure([*ddlx, "datasets", "ingest", trace, "--from", str(release),
                                        "--data-home", str(home)])
+        steps = catalog.read_registrations(home)[trace].manifest.get("step_seconds", {})
         shutil.rmtree(release)  # the catalog alone from here: the disk holds one copy at a time
         os.environ["DDLX_CACHE_DIR"] = str(folder / "cache")  # kept results of this scale only
         analyze = [*ddlx, "analyze", f"{trace}-trace", "--data-home", str(home), "--out", str(folder / "results")]
@@ -58,15 +62,38 @@ def run_scale(trace: str, scale: float, workdir: Path) -> dict[str, float]:
         shutil.rmtree(folder, ignore_errors=True)
     return {"scale": scale, "bytes": size, "generate s": generate_s, "ingest s": ingest_s,
             "ingest peak MiB": ingest_mb, "analyze s": analyze_s, "analyze peak MiB": analyze_mb,
-            "again s": again_s, "again peak MiB": again_mb}
+            "again s": again_s, "again peak MiB": again_mb, "steps": steps}
 
 
-def growth(rows: list[dict[str, float]], index: int, column: str) -> str:
+def growth(rows: list[dict[str, Any]], index: int, column: str) -> str:
     """k of `column` between row `index` and the one before it (blank for the first)."""
     if index == 0:
         return ""
     before, now = rows[index - 1], rows[index]
-    return f"{math.log(now[column] / before[column]) / math.log(now['bytes'] / before['bytes']):.2f}"
+    return k_text(before[column], now[column], before["bytes"], now["bytes"])
+
+
+def k_text(t1: float, t2: float, d1: float, d2: float) -> str:
+    """Growth k = log(t2/t1) / log(d2/d1), two decimals (blank when a time is 0)."""
+    return f"{math.log(t2 / t1) / math.log(d2 / d1):.2f}" if t1 > 0 and t2 > 0 else ""
+
+
+def print_ingest_steps(rows: list[dict[str, Any]]) -> None:
+    """Each ingest step's seconds at every scale (the manifest's `step_seconds`: a table's from
+    asking for its inputs, unpacking included, to its stored file), and k from the first scale to
+    the last: which steps grow faster than the data."""
+    names = list(dict.fromkeys(name for row in rows for name in row["steps"]))
+    first, last = rows[0], rows[-1]
+    span = f"k {first['scale']:g} to {last['scale']:g}"
+    print()
+    print("| ingest step | " + " | ".join(f"scale {row['scale']:g} s" for row in rows) + f" | {span} |")
+    print("|---|" + "---|" * (len(rows) + 1))
+    for name in names:
+        times = [row["steps"].get(name) for row in rows]
+        cells = [f"{t:.1f}" if t is not None else "" for t in times]
+        k = (k_text(times[0], times[-1], first["bytes"], last["bytes"])
+             if len(rows) > 1 and times[0] is not None and times[-1] is not None else "")
+        print(f"| {name} | " + " | ".join(cells) + f" | {k} |")
 
 
 def main() -> None:
@@ -95,6 +122,7 @@ def main() -> None:
                  f"{row['analyze s']:.1f}", f"{row['analyze peak MiB']:,.0f}", growth(rows, index, "analyze s"),
                  f"{row['again s']:.1f}", f"{row['again peak MiB']:,.0f}"]
         print("| " + " | ".join(cells) + " |")
+    print_ingest_steps(rows)
 
 
 if __name__ == "__main__":

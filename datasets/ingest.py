@@ -351,6 +351,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
     synthetic, synthetic_details = marker is not None, marker
     manifest_inputs: dict[str, Any] = {}
     rows: dict[str, int] = {}
+    steps: dict[str, float] = {}  # seconds of each step, in the order they ran (the manifest's step_seconds)
     if previous is not None:
         for table, entry in previous.manifest.get("inputs", {}).items():
             if table in parts or table not in adapter.tables:
@@ -369,6 +370,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         inputs = _Inputs(parts, staging / "tmp", pool)
         for table in parts:
             say(f"{adapter.name}: reading " + ", ".join(sorted({p.path.name for p in parts[table]})))
+            began = time.monotonic()
             try:
                 result = adapter.load_table(con, table, inputs.ready(table),
                                             staging / f"{table}.parquet", max_rejected_rows)
@@ -380,6 +382,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
                 raise
             finally:
                 inputs.release(table)
+            steps[table] = round(time.monotonic() - began, 3)
             rows[table] = result.rows
             manifest_inputs[table] = {
                 "rows": result.rows, "rejected_rows": result.rejected,
@@ -393,16 +396,22 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         present = list(rows)
         for name, select in adapter.derived_tables(staging, set(present)).items():
             say(f"{adapter.name}: building {name}")
+            began = time.monotonic()
             out = sql_string(str(staging / f"{name}.parquet"))
             try:
                 rows[name] = int(con.execute(
                     f"COPY ({select}) TO {out} ({PARQUET_COPY_OPTIONS})").fetchall()[0][0])
             except duckdb.Error as exc:
                 raise _build_error(adapter, name, exc, staging) from None
+            steps[name] = round(time.monotonic() - began, 3)
             present.append(name)
+        began = time.monotonic()
         views = _create_views(con, adapter, staging, present, rows)
+        steps["views"] = round(time.monotonic() - began, 3)
         say(f"{adapter.name}: validating")
+        began = time.monotonic()
         checks, figures = _run_checks(con, adapter, present, rows)
+        steps["validation"] = round(time.monotonic() - began, 3)
     finally:
         if inputs is not None:
             inputs.stop()
@@ -425,6 +434,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         "validation": checks,
         "figures": figures,
         "ingest_seconds": round(time.monotonic() - started, 3),
+        "step_seconds": steps,
     }
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
     shutil.rmtree(staging / "tmp", ignore_errors=True)

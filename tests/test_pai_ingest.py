@@ -264,3 +264,20 @@ def test_a_nul_in_a_text_field_is_refused_from_archives_and_files(tmp_path: Path
     with pytest.raises(InputError, match=r"pai_job_table.*line 2.*user.*NUL"):
         ingest("pai", release, tmp_path / "home")
     assert not (tmp_path / "home" / "catalog.duckdb").exists()
+
+
+def test_the_manifest_times_each_step(pai_release: Path, home: Path) -> None:
+    """`step_seconds`: every table loaded, the canonical jobs, the views and the validation, in the
+    order they ran (smallest archive first), together no longer than the whole ingest."""
+    ingest("pai", pai_release, home)
+    manifest = catalog.read_registrations(home)["pai"].manifest
+    steps = manifest["step_seconds"]
+    sizes = {p.name.removesuffix(".tar.gz"): p.stat().st_size for p in pai_release.glob("*.tar.gz")}
+    loaded = list(steps)[:len(sizes)]
+    assert sorted(loaded) == sorted(sizes) and [sizes[t] for t in loaded] == sorted(sizes.values())
+    assert list(steps)[len(sizes):] == ["pai_jobs", "views", "validation"]
+    assert all(seconds >= 0 for seconds in steps.values())
+    assert sum(steps.values()) <= manifest["ingest_seconds"]
+    from ddlx.datasets.traces.pai.reader import ADAPTER
+
+    assert list(manifest["inputs"]) == list(ADAPTER.tables) == list(manifest["rows"])[:len(sizes)]
