@@ -435,3 +435,38 @@ def test_hash_and_scan_gives_the_sha256_and_finds_a_nul_in_any_chunk(tmp_path: P
     late.write_bytes(b"y" * (2 * archives.CHUNK) + b"\x00")
     assert archives.hash_and_scan(clean) == (_sha256(clean), False)
     assert archives.hash_and_scan(late) == (_sha256(late), True)
+
+
+def _zip(path: Path, members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> Path:
+    with zipfile.ZipFile(path, "w", method) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def test_zip_members_come_out_byte_for_byte_deflated_or_stored(tmp_path: Path) -> None:
+    """Deflated members (inflated by ISA-L) and stored ones (read by zipfile) of many copy pieces."""
+    rng = random.Random(11)
+    text = b"".join(b"job%d,%s,Terminated\n" % (i, rng.randbytes(6).hex().encode()) for i in range(200_000))
+    assert len(text) > 8 * archives.COPY_CHUNK
+    for method in (zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED):
+        archive = _zip(tmp_path / f"{method}.zip", {"a/x.csv": text, "b.csv": b"1,2\n"}, method)
+        dest = tmp_path / f"out-{method}"
+        dest.mkdir()
+        sha = extract_members(archive, {"x.csv": dest / "x", "b.csv": dest / "b"})
+        assert (dest / "x").read_bytes() == text and (dest / "b").read_bytes() == b"1,2\n"
+        assert sha == _sha256(archive)
+
+
+def test_a_zip_member_whose_bytes_do_not_match_its_crc_is_refused(tmp_path: Path) -> None:
+    """The CRC-32 the zip's directory gives is checked once the member is inflated."""
+    archive = _zip(tmp_path / "t.zip", {"x.csv": b"a,b\n" * 50_000})
+    data = bytearray(archive.read_bytes())
+    central = data.rindex(b"PK\x01\x02")  # the member's entry in the central directory; its CRC-32 at +16
+    data[central + 16:central + 20] = bytes(4)
+    archive.write_bytes(bytes(data))
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(InputError, match="truncated or corrupt.*CRC"):
+        extract_members(archive, {"x.csv": dest / "x"})
+    assert list(dest.iterdir()) == []
