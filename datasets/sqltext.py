@@ -20,5 +20,14 @@ def quote_identifier(name: str) -> str:
 #: 30 % less CPU, and reading it back is as fast (docs/performance.md).
 PARQUET_ZSTD_LEVEL = 1
 
+#: Parquet encodings of every file DuckDB stores: V2, i.e. DELTA_BINARY_PACKED for integers and
+#: timestamps, BYTE_STREAM_SPLIT for doubles, DELTA_LENGTH_BYTE_ARRAY for text that does not fit a
+#: dictionary (dictionaries as before). The values are the same; on the PAI release, against V1's
+#: PLAIN encodings, an ingest takes about 15 % less CPU, the store is 3 % smaller and the analysis
+#: reads it faster (docs/performance.md). DuckDB, Arrow (pyarrow), polars and Spark read these
+#: encodings; a Parquet reader older than format 2.x may not.
+PARQUET_VERSION = "V2"
+
 #: The options of every DuckDB `COPY ... TO` that writes a stored Parquet file.
-PARQUET_COPY_OPTIONS = f"FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL {PARQUET_ZSTD_LEVEL}"
+PARQUET_COPY_OPTIONS = (f"FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL {PARQUET_ZSTD_LEVEL}, "
+                        f"PARQUET_VERSION {PARQUET_VERSION}")

@@ -336,3 +336,39 @@ def test_run_time_counts_identical_and_quantiles_exact(pai_home: Path) -> None:
     overall = duck_tables["run_time_by_gpu_bucket"].filter(pl.col("gpu_bucket") == "all")
     assert len(runs) > 1000 and overall["finished_jobs"].item() == len(runs)
     assert overall["p50_s"].item() == pytest.approx(median, rel=1e-12)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_every_stored_table_reads_the_same_in_spark(pai_home: Path) -> None:
+    """The catalog's Parquet files (zstd, V2 encodings: delta-coded integers and text, split-stream
+    doubles) read in Spark give DuckDB's rows: the same count, and per column the same number of
+    values, the same sum of numbers (to the last bits of a float sum) and the same text lengths."""
+    import duckdb
+
+    from ddlx.datasets import catalog
+
+    registration = catalog.read_registrations(pai_home)["pai"]
+    stored = sorted(registration.store_dir.glob("*.parquet"))
+    assert len(stored) >= 8  # the seven release tables and pai_jobs
+    encodings = duckdb.sql(f"SELECT DISTINCT unnest(string_split(encodings, ',')) FROM parquet_metadata("
+                           f"{[str(p) for p in stored]})").fetchall()
+    assert {"DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT"} <= {e.strip() for e, in encodings}
+    spark = SparkEngine(MASTER)
+    try:
+        for path in stored:
+            columns = duckdb.sql(f"DESCRIBE SELECT * FROM '{path}'").fetchall()
+            parts = ["count(*)"]
+            for name, kind, *_ in columns:
+                parts.append(f'count("{name}")')
+                if kind in ("DOUBLE", "BIGINT", "INTEGER"):
+                    parts.append(f'sum("{name}")')
+                elif kind == "VARCHAR":
+                    parts.append(f'sum(length("{name}"))')
+            spark.register_parquet("stored", str(path))
+            got = spark.query(f"SELECT {', '.join(parts)} FROM stored").to_pylist()[0].values()
+            duck = duckdb.sql(f"SELECT {', '.join(parts)} FROM '{path}'").fetchall()[0]
+            for a, b in zip(got, duck, strict=True):
+                assert a == b if a is None or b is None else a == pytest.approx(b, rel=1e-12), path.name
+    finally:
+        spark.close()

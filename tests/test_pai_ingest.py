@@ -47,6 +47,18 @@ def test_rollup_matches_hand_derived_jobs(pai_release: Path, home: Path) -> None
     assert (j5["num_gpus"], j5["gpu_type"], j5["queue_s"], j5["run_s"]) == (0, None, 0, 60)
 
 
+def test_a_job_with_several_group_tag_rows_takes_the_most_frequent_group_and_workload(tmp_path: Path) -> None:
+    """inst2 has three tag rows (group g2, g2, g7; workload w3 twice): the job takes g2 and w3;
+    a job with one row takes that row's values, a job with none takes none."""
+    tags = b"inst1,u1,,g1,bert\ninst2,u1,V100,g2,w1\ninst2,u1,V100,g7,w3\ninst2,u1,V100,g2,w3\ninst9,u9,,g9,\n"
+    release = write_pai_release(tmp_path / "release", overrides={"pai_group_tag_table": tags})
+    assert ingest("pai", release, tmp_path / "home").tables["pai_jobs"] == 5  # one row per job
+    jobs = _jobs(tmp_path / "home")
+    assert (jobs["j2"]["job_group"], jobs["j2"]["workload"]) == ("g2", "w3")
+    assert (jobs["j1"]["job_group"], jobs["j1"]["workload"]) == ("g1", "bert")
+    assert (jobs["j3"]["job_group"], jobs["j3"]["workload"]) == (None, None)
+
+
 def test_times_are_utc_and_local_hour_reads_in_shanghai(pai_release: Path, home: Path) -> None:
     ingest("pai", pai_release, home)
     row = catalog.query(home, """

@@ -9,7 +9,8 @@ Schema and units are declared in `ddlx.datasets.traces.pai.schema`. Quirks handl
 
 How a job is rolled up from its tasks and instances (table `pai_jobs`, canonical columns):
 - job_id = job_name (the key shared by the job, task and instance tables); user from the job table;
-  job_group and workload from the group-tag table (by inst_id);
+  job_group and workload from the group-tag table (by inst_id; the most frequent value where an
+  inst_id has several rows);
 - submit_time = job start_time (the job table's start is the submission);
 - start_time = earliest instance start; end_time = job end_time;
 - queue_s = start_time - submit_time (`queue_delay.submit_to_first_start`);
@@ -96,10 +97,17 @@ JOBS_INPUTS: tuple[str, ...] = ("pai_job_table", "pai_task_table", "pai_instance
 def jobs_sql(folder: Path, present: set[str]) -> str:
     """The canonical `pai_jobs` rows, from the stored job, task, instance (and group-tag) tables."""
     if "pai_group_tag_table" in present:
-        tags = (
-            'SELECT inst_id, mode("group") AS job_group, mode(workload) AS workload '
-            f"FROM {parquet_sql(folder, 'pai_group_tag_table')} GROUP BY inst_id"
-        )
+        # the mode is taken only where an inst_id has several rows: a single row is its own mode,
+        # and two mode aggregates over every inst_id cost twice this
+        group_tags = parquet_sql(folder, "pai_group_tag_table")
+        tags = f"""
+    WITH counted AS (
+        SELECT inst_id, count(*) AS tag_rows, any_value("group") AS job_group, any_value(workload) AS workload
+        FROM {group_tags} GROUP BY inst_id)
+    SELECT inst_id, job_group, workload FROM counted WHERE tag_rows = 1
+    UNION ALL
+    SELECT inst_id, mode("group"), mode(workload) FROM {group_tags}
+    WHERE inst_id IN (SELECT inst_id FROM counted WHERE tag_rows > 1) GROUP BY inst_id"""
     else:
         tags = "SELECT NULL::VARCHAR AS inst_id, NULL::VARCHAR AS job_group, NULL::VARCHAR AS workload WHERE false"
     return f"""
