@@ -22,9 +22,9 @@ PARQUET_ZSTD_LEVEL = 1
 
 #: Parquet encodings of every file DuckDB stores: V2, i.e. DELTA_BINARY_PACKED for integers and
 #: timestamps, BYTE_STREAM_SPLIT for doubles, DELTA_LENGTH_BYTE_ARRAY for text that does not fit a
-#: dictionary (dictionaries as before). The values are the same; on the PAI release, against V1's
-#: PLAIN encodings, an ingest takes about 15 % less CPU, the store is 3 % smaller and the analysis
-#: reads it faster (docs/performance.md). DuckDB, Arrow (pyarrow), polars and Spark read these
+#: dictionary (dictionaries as before). The values are the same; on the largest release ddlx reads,
+#: against V1's PLAIN encodings, an ingest takes about 15 % less CPU, the store is 3 % smaller and
+#: the analysis reads it faster (docs/performance.md). DuckDB, Arrow (pyarrow), polars and Spark read these
 #: encodings; a Parquet reader older than format 2.x may not.
 PARQUET_VERSION = "V2"
 
