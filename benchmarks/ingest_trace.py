@@ -155,9 +155,9 @@ def main() -> None:
         rows.append(("extract archives (Python, reference only)", time.perf_counter() - started, None, None))
     for old_home in workdir.glob("home-*"):
         shutil.rmtree(old_home)
-    bare_runs, level_runs, ingest_runs, archive_runs = [], [], [], []
+    bare_runs, as_ddlx_runs, ingest_runs, archive_runs = [], [], [], []
     for run in range(args.repeat):
-        for options, runs in (("FORMAT parquet, COMPRESSION zstd", bare_runs), (PARQUET_COPY_OPTIONS, level_runs)):
+        for options, runs in (("FORMAT parquet, COMPRESSION zstd", bare_runs), (PARQUET_COPY_OPTIONS, as_ddlx_runs)):
             shutil.rmtree(bare_out, ignore_errors=True)
             bare_out.mkdir()
             runs.append(measure([sys.executable, "-c", BARE_DUCKDB, str(unpacked), str(bare_out), options]))
@@ -171,24 +171,23 @@ def main() -> None:
         if run:
             shutil.rmtree(workdir / f"home-archive-{run}")
     bare_s = statistics.median(r[0] for r in bare_runs)
-    level_s = statistics.median(r[0] for r in level_runs)
+    as_ddlx_s = statistics.median(r[0] for r in as_ddlx_runs)
     for name, runs in (("bare DuckDB: files -> Parquet (reference)", bare_runs),
-                       (f"bare DuckDB, zstd {PARQUET_ZSTD_LEVEL} {PARQUET_VERSION} as ddlx", level_runs),
+                       (f"bare DuckDB, zstd {PARQUET_ZSTD_LEVEL} {PARQUET_VERSION} as ddlx", as_ddlx_runs),
                        ("ddlx datasets ingest (unpacked files)", ingest_runs),
                        ("ddlx datasets ingest (official archives)", archive_runs)):
         seconds, rss = statistics.median(r[0] for r in runs), max(r[1] for r in runs)
-        rows.append((name, seconds, rss, (seconds / bare_s, seconds / level_s)))
+        rows.append((name, seconds, rss, (seconds / bare_s, seconds / as_ddlx_s)))
     seconds, rss = measure([*ddlx, "datasets", "ingest", args.trace, "--from", str(release),
                             "--data-home", str(workdir / "home-archive-0")])
-    rows.append(("ddlx datasets ingest again (unchanged)", seconds, rss, (seconds / bare_s, seconds / level_s)))
+    rows.append(("ddlx datasets ingest again (unchanged)", seconds, rss, (seconds / bare_s, seconds / as_ddlx_s)))
 
     marker = json.loads((unpacked / MARKER).read_text())  # what was generated, also when reused
     print(f"SYNTHETIC {args.trace} release, scale {marker['scale']:g}, seed {marker['seed']}: "
           f"{data_bytes(release) / 2**20:,.0f} MiB archives, {data_bytes(unpacked) / 2**20:,.0f} MiB "
           f"unpacked; {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB; "
           f"compared steps: median of {args.repeat} run(s), peak RSS the largest")
-    level = "x bare as ddlx"
-    print(f"{'step':<44} {'seconds':>9} {'peak RSS MiB':>12} {'x bare DuckDB':>14} {level:>16}")
+    print(f"{'step':<44} {'seconds':>9} {'peak RSS MiB':>12} {'x bare DuckDB':>14} {'x bare as ddlx':>16}")
     for name, secs, peak, ratios in rows:
         against = ("", "") if ratios is None else (f"{ratios[0]:.2f}", f"{ratios[1]:.2f}")
         print(f"{name:<44} {secs:>9.1f} {peak if peak is not None else float('nan'):>12.0f} "

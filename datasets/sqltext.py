@@ -24,8 +24,8 @@ PARQUET_ZSTD_LEVEL = 1
 #: timestamps, BYTE_STREAM_SPLIT for doubles, DELTA_LENGTH_BYTE_ARRAY for text that does not fit a
 #: dictionary (dictionaries as before). The values are the same; on the largest release ddlx reads,
 #: against V1's PLAIN encodings, an ingest takes about 15 % less CPU, the store is 3 % smaller and
-#: the analysis reads it faster (docs/performance.md). DuckDB, Arrow (pyarrow), polars and Spark read these
-#: encodings; a Parquet reader older than format 2.x may not.
+#: the analysis reads it faster (docs/performance.md). DuckDB, Arrow (pyarrow), polars and Spark
+#: read these encodings; a Parquet reader that knows only V1's may not.
 PARQUET_VERSION = "V2"
 
 #: The options of every DuckDB `COPY ... TO` that writes a stored Parquet file.
