@@ -141,13 +141,19 @@ def test_an_interrupted_spark_reduce_changes_nothing(fleet: Path) -> None:
     import sys
     import time
 
+    def as_from_a_terminal() -> None:
+        # Ctrl-C reaches a command started from a terminal; one started from a shell's background
+        # job inherits SIGINT ignored (and so would every test run launched that way), so the child
+        # gets the default disposition, whatever the test run was started with
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     before = tree_digest(fleet)
     log = fleet.parent / "reduce.err"
     with open(log, "w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "ddlx", "datasets", "reduce", "fleet", "--engine", "spark",
                                  "--spark-master", MASTER, "--data-home", str(fleet)],
                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                preexec_fn=as_from_a_terminal, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + 120
         while "fleet: durations" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
