@@ -16,6 +16,11 @@ the key of everything it depends on, so it is always the one the run would compu
 - the result: the full text of its query, or, for a result computed in Python, its name and
   parameters (`TraceContext.once`).
 
+Beyond the results kept by name, every query of the catalog alone (`TraceContext.query`) whose
+result has at most `SMALL_RESULT_ROWS` rows is kept under its text (`small_result`): the tables,
+quantiles and CDFs of the modules, so that a run with other options recomputes only what they change.
+A query run while a kept result is being computed is not kept on its own (that result is kept whole).
+
 Kept results are a cache, never data. They are written when the run's analysis has succeeded (a
 failed run keeps nothing); a result that cannot be written (a read-only or full disk) or read (a
 damaged or vanished file) is computed as if it had never been kept. A run that writes also removes
@@ -52,6 +57,13 @@ STORE_FILE = "store.txt"
 
 #: Temporary files and unfinished folders older than this (seconds) were left by a killed run.
 STALE_S = 3600
+
+#: Largest result of a query kept without a name (`ResultCache.small_result`), rows: tables of
+#: figures, not per-job frames, whose writing would cost more than it saves.
+SMALL_RESULT_ROWS = 100_000
+
+#: The name kept query results go under (`ResultCache.small_result`).
+QUERY_RESULT = "query"
 
 
 @functools.cache
@@ -109,6 +121,10 @@ class ResultCache:
     read: int = 0
     written: int = 0
     pending: list[tuple[str, pl.DataFrame | tuple[pl.DataFrame, ...]]] = field(default_factory=list)
+    #: How many kept results are being computed (nested); queries run meanwhile are not kept alone.
+    computing: int = 0
+    #: Results read or computed this run, by file stem: asked for again, they are not read twice.
+    this_run: dict[str, pl.DataFrame | tuple[pl.DataFrame, ...]] = field(default_factory=dict)
 
     @classmethod
     def open(cls, trace: str, store_dir: Path, enabled: bool = True, cache_dir: Path | None = None) -> ResultCache:
@@ -131,16 +147,54 @@ class ResultCache:
         a tuple of them."""
         if self.folder is None:
             return compute()
-        digest = hashlib.sha256(json.dumps([name, list(key)], default=str).encode()).hexdigest()[:24]
-        stem = f"{name}-{digest}"
+        stem = self._stem(name, key)
+        kept = self._kept(stem)
+        if kept is not None:
+            return kept  # type: ignore[return-value]
+        self.computing += 1
+        try:
+            result = compute()
+        finally:
+            self.computing -= 1
+        self._keep(stem, result)
+        return result
+
+    def small_result(self, sql: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        """The result of the catalog query `sql`: read when kept, else `compute()`d and, when it has
+        at most `SMALL_RESULT_ROWS` rows, kept at `commit`; computed alone while another kept result
+        is being computed (that one is kept whole) or without a cache."""
+        if self.folder is None or self.computing:
+            return compute()
+        stem = self._stem(QUERY_RESULT, [sql])
+        kept = self._kept(stem)
+        if isinstance(kept, pl.DataFrame):
+            return kept
+        result = compute()
+        if result.height <= SMALL_RESULT_ROWS:
+            self._keep(stem, result)
+        return result
+
+    def _kept(self, stem: str) -> pl.DataFrame | tuple[pl.DataFrame, ...] | None:
+        """The result under `stem` when this run has it or an earlier run kept it (counted in `read`
+        once per run), else None."""
+        if stem in self.this_run:
+            return self.this_run[stem]
         kept = self._read(stem)
         if kept is not None:
             self.read += 1
-            return kept  # type: ignore[return-value]
-        result = compute()
-        if all(stem != waiting for waiting, _ in self.pending):
-            self.pending.append((stem, result))
-        return result
+            self.this_run[stem] = kept
+        return kept
+
+    @staticmethod
+    def _stem(name: str, key: Sequence[Any]) -> str:
+        """The file name (without suffix) of the result `name` under `key`."""
+        digest = hashlib.sha256(json.dumps([name, list(key)], default=str).encode()).hexdigest()[:24]
+        return f"{name}-{digest}"
+
+    def _keep(self, stem: str, result: pl.DataFrame | tuple[pl.DataFrame, ...]) -> None:
+        """Keep `result` under `stem` at `commit`; asked for again this run, it is not computed again."""
+        self.this_run[stem] = result
+        self.pending.append((stem, result))
 
     def commit(self) -> None:
         """Keep the results computed so far (the run succeeded); any failure stops keeping."""

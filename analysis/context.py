@@ -142,12 +142,19 @@ class TraceContext:
 
         `keep` names a result worth keeping between runs (`ddlx.analysis.cache`), found again by
         its text: `sql` must then read only the catalog's tables and views, never a temporary
-        table or frame of the run (`ValueError`, a bug in the caller)."""
+        table or frame of the run (`ValueError`, a bug in the caller). Without `keep`, a query of
+        the catalog alone with a small result is kept under its text (`ResultCache.small_result`)."""
         if keep:
             used = self._run_objects_in(sql)
             if used:
                 raise ValueError(f"a kept query cannot read {', '.join(used)}: not the catalog's")
-            return self.cache.frames(keep, [sql], lambda: self.query(sql))
+            return self.cache.frames(keep, [sql], lambda: self._run(sql))
+        if self.cache.folder is not None and not self.cache.computing and not self._run_objects_in(sql):
+            return self.cache.small_result(sql, lambda: self._run(sql))
+        return self._run(sql)
+
+    def _run(self, sql: str) -> pl.DataFrame:
+        """The result of `sql` on the connection; `CatalogError` when it fails."""
         try:
             return self.con.sql(sql).pl()
         except duckdb.Error as exc:

@@ -190,3 +190,45 @@ def test_the_code_fingerprint_covers_every_source_file_and_changes_with_one(tmp_
     assert source_fingerprint(package) == before  # not part of the package
     (package / "sub" / "code.py").write_text("x = 2\n")
     assert source_fingerprint(package) != before
+
+
+def test_small_results_of_catalog_queries_are_kept_under_their_text(small_home: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query of the catalog alone is kept and read back by its text; one that reads the run's own
+    tables or frames, one with a large result, and one run while a kept result is being computed
+    are computed every time."""
+    from ddlx.analysis import cache
+
+    monkeypatch.setattr(cache, "SMALL_RESULT_ROWS", 3)
+    catalog_only = "SELECT job_name, status FROM pai_job_table ORDER BY job_name LIMIT 3"
+    large = "SELECT job_name FROM pai_job_table ORDER BY job_name"  # 5 rows
+    run_tables = "SELECT * FROM my_numbers"
+    nested = "SELECT count(*) AS n FROM pai_task_table"
+    ran: list[str] = []
+
+    def opened(number: int):
+        ctx = open_trace(small_home, "pai")
+        run = ctx._run
+        monkeypatch.setattr(ctx, "_run", lambda sql: ran.append(sql) or run(sql))
+        ctx.execute(f"CREATE TEMP TABLE my_numbers AS SELECT {number} AS x")
+        return ctx
+
+    with opened(1) as ctx:
+        first = ctx.query(catalog_only)
+        assert ctx.query(catalog_only).equals(first)  # asked again this run: not run again
+        assert ctx.query(large).height == 5 and ctx.query(run_tables)["x"].to_list() == [1]
+        ctx.once("outer", lambda: ctx.query(nested), keep=True)
+    assert ran == [catalog_only, large, run_tables, nested]
+    ran.clear()
+    with opened(2) as ctx:
+        assert ctx.query(catalog_only).equals(first) and ctx.cache.read == 1
+        assert ctx.query(large).height == 5
+        assert ctx.query(run_tables)["x"].to_list() == [2]  # the run's own table, never a kept copy
+        assert ctx.query(nested)["n"].to_list() == [ctx.con.execute(nested).fetchall()[0][0]]
+    assert ran == [large, run_tables, nested]
+    ran.clear()
+    with open_trace(small_home, "pai", cache=False) as ctx:
+        run = ctx._run
+        monkeypatch.setattr(ctx, "_run", lambda sql: ran.append(sql) or run(sql))
+        assert ctx.query(catalog_only).equals(first)
+    assert ran == [catalog_only]
