@@ -205,16 +205,10 @@ def integrable_steps_sql(ctx: TraceContext, groups: Sequence[str], window: Windo
     WINDOW w AS ({partition}ORDER BY x ROWS UNBOUNDED PRECEDING)"""
 
 
-@contextmanager
-def materialized(ctx: TraceContext, sql: str, stem: str) -> Iterator[str]:
-    """The query `sql` as a temporary table for the duration of the block (several results read
-    it); yields its name."""
-    name = f"ddlx_utilization_{stem}"
-    ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
-    try:
-        yield name
-    finally:
-        ctx.execute(f"DROP TABLE IF EXISTS {name}")
+def materialized(ctx: TraceContext, sql: str, stem: str) -> AbstractContextManager[str]:
+    """The catalog query `sql` as a temporary table for the duration of the block (several results
+    read it; `TraceContext.materialized`); yields its name."""
+    return ctx.materialized(sql, f"ddlx_utilization_{stem}")
 
 
 @contextmanager

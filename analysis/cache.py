@@ -159,13 +159,14 @@ class ResultCache:
         self._keep(stem, result)
         return result
 
-    def small_result(self, sql: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
-        """The result of the catalog query `sql`: read when kept, else `compute()`d and, when it has
-        at most `SMALL_RESULT_ROWS` rows, kept at `commit`; computed alone while another kept result
-        is being computed (that one is kept whole) or without a cache."""
+    def small_result(self, key: Sequence[str], compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        """The result of a catalog query, under `key` (its text, and those of the tables it reads):
+        read when kept, else `compute()`d and, when it has at most `SMALL_RESULT_ROWS` rows, kept at
+        `commit`; computed alone while another kept result is being computed (that one is kept
+        whole) or without a cache."""
         if self.folder is None or self.computing:
             return compute()
-        stem = self._stem(QUERY_RESULT, [sql])
+        stem = self._stem(QUERY_RESULT, key)
         kept = self._kept(stem)
         if isinstance(kept, pl.DataFrame):
             return kept

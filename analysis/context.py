@@ -78,6 +78,8 @@ class TraceContext:
     _computed: dict[str, Any] = field(default_factory=dict, repr=False)
     #: Results kept between runs on this store version (`query(keep=...)`, `once(keep=True)`).
     cache: ResultCache = field(default_factory=lambda: ResultCache(None), repr=False)
+    #: Temporary tables of catalog queries (`materialized`): name -> [the query, made yet].
+    _materialized: dict[str, list[Any]] = field(default_factory=dict, repr=False)
 
     def engine(self) -> Any:
         """The engine the reductions run on (`ddlx.analysis.engines.engine_for` of `options`): DuckDB
@@ -141,20 +143,54 @@ class TraceContext:
         """Run `sql` on the catalog; `CatalogError` with DuckDB's first line when it fails.
 
         `keep` names a result worth keeping between runs (`ddlx.analysis.cache`), found again by
-        its text: `sql` must then read only the catalog's tables and views, never a temporary
-        table or frame of the run (`ValueError`, a bug in the caller). Without `keep`, a query of
-        the catalog alone with a small result is kept under its text (`ResultCache.small_result`)."""
+        its text: `sql` must then read only the catalog's tables and views (and tables of catalog
+        queries, `materialized`), never another temporary table or frame of the run (`ValueError`,
+        a bug in the caller). Without `keep`, such a query with a small result is kept under its
+        text (`ResultCache.small_result`); one that reads the run's own tables or frames is not."""
+        key = self._catalog_key(sql)
         if keep:
-            used = self._run_objects_in(sql)
-            if used:
+            if key is None:
+                used = [name for name in self._run_objects_in(sql) if name not in self._materialized]
                 raise ValueError(f"a kept query cannot read {', '.join(used)}: not the catalog's")
-            return self.cache.frames(keep, [sql], lambda: self._run(sql))
-        if self.cache.folder is not None and not self.cache.computing and not self._run_objects_in(sql):
-            return self.cache.small_result(sql, lambda: self._run(sql))
+            return self.cache.frames(keep, key, lambda: self._run(sql))
+        if key is not None and self.cache.folder is not None and not self.cache.computing:
+            return self.cache.small_result(key, lambda: self._run(sql))
         return self._run(sql)
+
+    def _catalog_key(self, sql: str) -> list[str] | None:
+        """What the result of `sql` depends on beyond the data and ddlx: its text and the queries of
+        the `materialized` tables it reads; None when it reads another object of the run."""
+        used = self._run_objects_in(sql)
+        if any(name not in self._materialized for name in used):
+            return None
+        return [sql, *(f"{name} AS {self._materialized[name][0]}" for name in used)]
+
+    @contextlib.contextmanager
+    def materialized(self, sql: str, name: str) -> Iterator[str]:
+        """The catalog query `sql` as the temporary table `name` within the block, for several
+        results to read; yields `name`. The table is made when a statement first reads it, so a
+        run whose results of it are all kept never makes it; those results are kept under their
+        text and `sql`. `ValueError` when `sql` itself reads an object of the run."""
+        if self._catalog_key(sql) is None:
+            raise ValueError(f"{name}: a materialized query must read only the catalog")
+        self._materialized[name] = [sql, False]
+        try:
+            yield name
+        finally:
+            made = self._materialized.pop(name)[1]
+            if made:
+                self.execute(f"DROP TABLE IF EXISTS {name}")
+
+    def _make_read_tables(self, sql: str) -> None:
+        """Make the `materialized` tables `sql` reads that are not made yet."""
+        for name, entry in self._materialized.items():
+            if not entry[1] and _names(name, sql):
+                entry[1] = True
+                self.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {entry[0]}")
 
     def _run(self, sql: str) -> pl.DataFrame:
         """The result of `sql` on the connection; `CatalogError` when it fails."""
+        self._make_read_tables(sql)
         try:
             return self.con.sql(sql).pl()
         except duckdb.Error as exc:
@@ -163,6 +199,7 @@ class TraceContext:
     def batches(self, sql: str, rows: int) -> Iterator[pa.RecordBatch]:
         """The rows of `sql` as Arrow record batches of up to `rows` rows, streamed (a sorted result
         is read in order without being held whole); errors as `query`."""
+        self._make_read_tables(sql)
         try:
             reader = self.con.sql(sql).to_arrow_reader(rows)
         except duckdb.Error as exc:
@@ -179,6 +216,7 @@ class TraceContext:
 
     def execute(self, sql: str) -> None:
         """Run a statement that returns nothing to keep (e.g. CREATE TEMP TABLE); errors as `query`."""
+        self._make_read_tables(sql)
         try:
             self.con.execute(sql)
         except duckdb.Error as exc:
@@ -203,8 +241,8 @@ class TraceContext:
         from the trace's store version that names kept results."""
         rows = self.con.execute("""SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal
                                    UNION ALL SELECT table_name FROM duckdb_tables() WHERE temporary""").fetchall()
-        names = ({name for name, in rows} - self.views) | {"gpu_samples"}
-        return sorted(name for name in names if re.search(rf"\b{re.escape(name)}\b", sql, re.IGNORECASE))
+        names = ({name for name, in rows} - self.views) | {"gpu_samples"} | set(self._materialized)
+        return sorted(name for name in names if _names(name, sql))
 
     def one_row(self, sql: str, keep: str | None = None) -> dict[str, Any]:
         """The first row of `sql` as a dict (`keep` as `query`)."""
@@ -229,6 +267,11 @@ class TraceContext:
                 self.cache.commit()
         finally:
             self.close()
+
+
+def _names(name: str, sql: str) -> bool:
+    """True when the SQL text `sql` names the object `name` (as a whole word, any case)."""
+    return re.search(rf"\b{re.escape(name)}\b", sql, re.IGNORECASE) is not None
 
 
 def open_trace(home: Path, trace: str, require_jobs: bool = True, cache: bool = True) -> TraceContext:

@@ -232,3 +232,34 @@ def test_small_results_of_catalog_queries_are_kept_under_their_text(small_home: 
         monkeypatch.setattr(ctx, "_run", lambda sql: ran.append(sql) or run(sql))
         assert ctx.query(catalog_only).equals(first)
     assert ran == [catalog_only]
+
+
+def test_a_materialized_catalog_query_is_made_only_when_a_result_of_it_is_not_kept(small_home: Path) -> None:
+    """Results read from a table of a catalog query are kept under their text and that query's: the
+    next run reads them without making the table; another query behind the same name is another
+    result."""
+    tasks = "SELECT job_name, count(*) AS n FROM pai_task_table GROUP BY job_name"
+    read = "SELECT sum(n) AS n FROM my_tasks"
+
+    def made(ctx) -> bool:
+        tables = ctx.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'my_tasks'").fetchall()
+        return bool(tables[0][0])
+
+    with open_trace(small_home, "pai") as ctx:
+        with ctx.materialized(tasks, "my_tasks") as name:
+            assert not made(ctx)
+            first = ctx.query(read.replace("my_tasks", name))
+            assert made(ctx)
+        assert not made(ctx)  # dropped with the block
+        ctx.execute("CREATE TEMP TABLE scratch AS SELECT 1 AS n")
+        with pytest.raises(ValueError, match="must read only the catalog"), ctx.materialized(
+                "SELECT * FROM scratch", "other"):
+            pass
+    with open_trace(small_home, "pai") as ctx:
+        with ctx.materialized(tasks, "my_tasks"):
+            assert ctx.query(read).equals(first) and ctx.cache.read == 1
+            assert not made(ctx)  # every result of it was kept
+        with ctx.materialized(tasks + " HAVING count(*) > 1", "my_tasks"):
+            assert ctx.query(read)["n"].to_list() == [
+                ctx.con.execute(f"SELECT sum(n) FROM ({tasks} HAVING count(*) > 1)").fetchall()[0][0]]
+            assert made(ctx)
