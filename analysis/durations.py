@@ -154,8 +154,17 @@ class RunTimeCounts:
 @contextmanager
 def reduced_counts(ctx: TraceContext, trace_end_s: float | None, engine: Engine) -> Iterator[RunTimeCounts]:
     """The run-time counts reduced once on `engine` from the catalog's jobs, as tables of the
-    catalog's connection for the duration of the block."""
+    catalog's connection for the duration of the block. On DuckDB they are tables of catalog
+    queries (`TraceContext.materialized`): a run whose results of them are kept never reduces them."""
+    from ddlx.analysis.engines import DuckDBEngine
+
     stem = "ddlx_run_time_"
+    if engine.name == DuckDBEngine.name:
+        observations = f"({observations_sql(ctx, trace_end_s)})"
+        with ctx.materialized(bucket_counts_sql(observations), f"{stem}by_bucket") as by_bucket, \
+                ctx.materialized(state_counts_sql(observations), f"{stem}by_state") as by_state:
+            yield RunTimeCounts(by_bucket, by_state)
+        return
     engine.register_local(f"{stem}observations", ctx.con, observations_sql(ctx, trace_end_s))
     tables = {f"{stem}by_bucket": engine.query(bucket_counts_sql(f"{stem}observations"), "run-time counts"),
               f"{stem}by_state": engine.query(state_counts_sql(f"{stem}observations"), "run-time counts")}
