@@ -159,12 +159,18 @@ class ResultCache:
         self._keep(stem, result)
         return result
 
+    @property
+    def keeping(self) -> bool:
+        """True when a result computed now would be kept on its own: there is a cache, and no kept
+        result is being computed (that one is kept whole)."""
+        return self.folder is not None and not self.computing
+
     def small_result(self, key: Sequence[str], compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
         """The result of a catalog query, under `key` (its text, and those of the tables it reads):
         read when kept, else `compute()`d and, when it has at most `SMALL_RESULT_ROWS` rows, kept at
         `commit`; computed alone while another kept result is being computed (that one is kept
         whole) or without a cache."""
-        if self.folder is None or self.computing:
+        if not self.keeping:
             return compute()
         stem = self._stem(QUERY_RESULT, key)
         kept = self._kept(stem)

@@ -78,8 +78,10 @@ class TraceContext:
     _computed: dict[str, Any] = field(default_factory=dict, repr=False)
     #: Results kept between runs on this store version (`query(keep=...)`, `once(keep=True)`).
     cache: ResultCache = field(default_factory=lambda: ResultCache(None), repr=False)
-    #: Temporary tables of catalog queries (`materialized`): name -> [the query, made yet].
-    _materialized: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+    #: Temporary tables of catalog queries (`materialized`): name -> its query.
+    _materialized: dict[str, str] = field(default_factory=dict, repr=False)
+    #: Those of them made on the connection so far.
+    _made: set[str] = field(default_factory=set, repr=False)
 
     def engine(self) -> Any:
         """The engine the reductions run on (`ddlx.analysis.engines.engine_for` of `options`): DuckDB
@@ -147,14 +149,16 @@ class TraceContext:
         queries, `materialized`), never another temporary table or frame of the run (`ValueError`,
         a bug in the caller). Without `keep`, such a query with a small result is kept under its
         text (`ResultCache.small_result`); one that reads the run's own tables or frames is not."""
-        key = self._catalog_key(sql)
         if keep:
+            key = self._catalog_key(sql)
             if key is None:
                 used = [name for name in self._run_objects_in(sql) if name not in self._materialized]
                 raise ValueError(f"a kept query cannot read {', '.join(used)}: not the catalog's")
             return self.cache.frames(keep, key, lambda: self._run(sql))
-        if key is not None and self.cache.folder is not None and not self.cache.computing:
-            return self.cache.small_result(key, lambda: self._run(sql))
+        if self.cache.keeping:
+            key = self._catalog_key(sql)
+            if key is not None:
+                return self.cache.small_result(key, lambda: self._run(sql))
         return self._run(sql)
 
     def _catalog_key(self, sql: str) -> list[str] | None:
@@ -163,7 +167,7 @@ class TraceContext:
         used = self._run_objects_in(sql)
         if any(name not in self._materialized for name in used):
             return None
-        return [sql, *(f"{name} AS {self._materialized[name][0]}" for name in used)]
+        return [sql, *(f"{name} AS {self._materialized[name]}" for name in used)]
 
     @contextlib.contextmanager
     def materialized(self, sql: str, name: str) -> Iterator[str]:
@@ -173,20 +177,21 @@ class TraceContext:
         text and `sql`. `ValueError` when `sql` itself reads an object of the run."""
         if self._catalog_key(sql) is None:
             raise ValueError(f"{name}: a materialized query must read only the catalog")
-        self._materialized[name] = [sql, False]
+        self._materialized[name] = sql
         try:
             yield name
         finally:
-            made = self._materialized.pop(name)[1]
-            if made:
+            del self._materialized[name]
+            if name in self._made:
+                self._made.discard(name)
                 self.execute(f"DROP TABLE IF EXISTS {name}")
 
     def _make_read_tables(self, sql: str) -> None:
         """Make the `materialized` tables `sql` reads that are not made yet."""
-        for name, entry in self._materialized.items():
-            if not entry[1] and _names(name, sql):
-                entry[1] = True
-                self.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {entry[0]}")
+        for name, query in self._materialized.items():
+            if name not in self._made and _names(name, sql):
+                self._made.add(name)
+                self.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {query}")
 
     def _run(self, sql: str) -> pl.DataFrame:
         """The result of `sql` on the connection; `CatalogError` when it fails."""

@@ -21,7 +21,6 @@ def test_duplicate_key_check_counts_the_copies_beyond_the_first() -> None:
     assert report[0]["share"] == 4 / 8
 
 
-
 def test_the_duplicate_screen_is_zero_only_where_every_key_is_unique() -> None:
     """The hash screen may find rows the keys do not (a collision), never the reverse: wherever it
     says 0 the exact count is 0, and wherever a key repeats it finds something; the report's count
