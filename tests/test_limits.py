@@ -12,7 +12,9 @@ import io
 import os
 import random
 import re
+import shutil
 import stat
+import subprocess
 import tarfile
 import threading
 import time
@@ -371,6 +373,76 @@ def test_members_extract_whole_and_hash_the_archive_as_read(tmp_path: Path) -> N
     sha = extract_members(archive, {"a.csv": dest / "a", "b.csv": dest / "b"})
     assert (dest / "a").read_bytes() == data and (dest / "b").read_bytes() == b"1,2\n\n"
     assert sha == _sha256(archive)
+
+
+def test_members_after_long_names_skipped_members_and_padding_come_out_whole(tmp_path: Path) -> None:
+    """The tar walk reads members forward from the decompressed stream: a member with a name too
+    long for the old header (PAX, and GNU long-name records), unwanted members of odd sizes between
+    wanted ones, an empty member, and the trailing padding all leave every wanted member byte for byte."""
+    rng = random.Random(11)
+    long_folder = "trace-data/" + "x" * 150
+    members = {
+        f"{long_folder}/skipped.bin": rng.randbytes(archives.COPY_CHUNK + 1),
+        "trace-data/cluster_gpu_util": rng.randbytes(2 * archives.COPY_CHUNK + 511),
+        "trace-data/unwanted": rng.randbytes(777),
+        "trace-data/empty": b"",
+        f"{long_folder}/cluster_cpu_util": b"a,b\n" * 1000 + b"\x00",
+    }
+    wanted = {"cluster_gpu_util": "gpu", "empty": "empty", "cluster_cpu_util": "cpu"}
+    for tar_format in (tarfile.PAX_FORMAT, tarfile.GNU_FORMAT):
+        archive = tmp_path / f"t{tar_format}.tar.gz"
+        with tarfile.open(archive, "w:gz", format=tar_format) as tar:
+            for name, data in members.items():
+                tar.addfile(_file_info(name, len(data)), io.BytesIO(data))
+        dest = tmp_path / f"out{tar_format}"
+        dest.mkdir()
+        nul: dict[str, bool] = {}
+        sha = extract_members(archive, {m: dest / d for m, d in wanted.items()},
+                              lambda member, holds_nul: nul.__setitem__(member, holds_nul))
+        assert sha == _sha256(archive)
+        for member, name in wanted.items():
+            source = next(data for path, data in members.items() if path.endswith("/" + member))
+            assert (dest / name).read_bytes() == source
+        assert nul == {"cluster_gpu_util": b"\0" in members["trace-data/cluster_gpu_util"], "empty": False,
+                       "cluster_cpu_util": True}
+
+
+@pytest.mark.skipif(shutil.which("tar") is None, reason="needs a tar program to write a sparse member")
+def test_a_sparse_member_comes_out_with_its_holes(tmp_path: Path) -> None:
+    """A GNU sparse member (data blocks and holes) is put together by tarfile, not copied as stored."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    sparse = folder / "cluster_mem_util"
+    with open(sparse, "wb") as handle:
+        handle.write(b"head\n")
+        handle.seek(3 * MIB)
+        handle.write(b"tail\n")
+    (folder / "cluster_job_log").write_bytes(b"[]\n")
+    archive = tmp_path / "sparse.tar.gz"
+    subprocess.run(["tar", "-C", str(folder), "--sparse", "--format=gnu", "-czf", str(archive),
+                    "cluster_mem_util", "cluster_job_log"], check=True)
+    with tarfile.open(archive) as tar:
+        assert tar.getmember("cluster_mem_util").issparse()
+    dest = tmp_path / "out"
+    dest.mkdir()
+    extract_members(archive, {"cluster_mem_util": dest / "mem", "cluster_job_log": dest / "jobs"})
+    assert (dest / "mem").read_bytes() == sparse.read_bytes()
+    assert (dest / "jobs").read_bytes() == b"[]\n"
+
+
+def test_a_stream_ending_inside_a_member_is_a_corrupt_archive(tmp_path: Path) -> None:
+    """A gzip stream cut in the middle of a member's bytes is refused, and nothing is left behind."""
+    data = random.Random(5).randbytes(3 * archives.COPY_CHUNK)
+    whole = tmp_path / "whole.tar"
+    with tarfile.open(whole, "w") as tar:
+        tar.addfile(_file_info("a.csv", len(data)), io.BytesIO(data))
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(gzip.compress(whole.read_bytes()[:512 + 2 * archives.COPY_CHUNK]))
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(InputError, match="archive is truncated or corrupt"):
+        extract_members(cut, {"a.csv": dest / "a"})
+    assert list(dest.iterdir()) == []
 
 
 def test_a_disk_without_room_for_a_member_fails_before_writing_it(tmp_path: Path,
