@@ -161,6 +161,12 @@ class TraceAdapter:
         """
         return {}
 
+    def validation_tables(self, present: set[str]) -> dict[str, str]:
+        """Reductions of the stored tables that checks and figures read (name -> SELECT over the
+        tables in `present`), made as temporary tables while the validation runs: a table that many
+        checks read is scanned once instead of once per check."""
+        return {}
+
     def validation_checks(self, present: set[str]) -> list[Check]:
         """Data-quality checks on the tables in `present` (referred to by name)."""
         return []

@@ -288,8 +288,13 @@ def _build_error(adapter: TraceAdapter, name: str, exc: duckdb.Error, staging: P
 
 def _run_checks(con: duckdb.DuckDBPyConnection, adapter: TraceAdapter,
                 present: list[str], rows: dict[str, int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    reductions = adapter.validation_tables(set(present))
+    for name, select in reductions.items():
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {quote_identifier(name)} AS {select}")
     checks = run_checks(con, adapter.validation_checks(set(present)), rows)
     figures = run_figures(con, adapter.figures(set(present)))
+    for name in reductions:
+        con.execute(f"DROP TABLE {quote_identifier(name)}")
     return checks, figures
 
 
