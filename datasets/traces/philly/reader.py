@@ -841,14 +841,21 @@ def validation_tables(present: set[str]) -> dict[str, str]:
     return tables
 
 
-#: Per machine (`machine_id`), the GPUs seen in the utilisation log (`gpus`): the most GPU fields
-#: with a number in any one of its rows (a GPU offline, `NA`, in every row is not seen).
-GPUS_SEEN_SQL = f"(SELECT machine_id, max(gpus_reporting) AS gpus FROM {GPU_BY_MACHINE} GROUP BY machine_id)"
+def gpus_seen_sql(gpu_util: str = GPU_UTIL) -> str:
+    """Per machine (`machine_id`), the GPUs seen in the utilisation log (`gpus`): the most GPU fields
+    with a number in any one of its rows (a GPU offline, `NA`, in every row is not seen). Read from
+    `gpu_util`: the stored log, or its per-machine reduction `GPU_BY_MACHINE` (the same rows)."""
+    return f"(SELECT machine_id, max(gpus_reporting) AS gpus FROM {gpu_util} GROUP BY machine_id)"
+
+
+#: `gpus_seen_sql` of the stored GPU log (the canonical `gpu_capacity` view reads it).
+GPUS_SEEN_SQL = gpus_seen_sql()
 
 
 def figures(present: set[str]) -> list[Figure]:
     """GPU capacity as the machine list and the utilisation log see it, and their difference."""
     found: list[Figure] = []
+    seen = gpus_seen_sql(GPU_BY_MACHINE)  # the validation reads the log's reduction
     if MACHINE_LIST in present:
         found += [
             Figure(MACHINE_LIST, "GPUs in the machine list (sum of num_gpus)",
@@ -858,20 +865,20 @@ def figures(present: set[str]) -> list[Figure]:
     if GPU_UTIL in present:
         found += [
             Figure(GPU_UTIL, "GPUs seen in the utilisation log (per machine, most GPUs with a number in one row)",
-                   f"SELECT sum(gpus) FROM {GPUS_SEEN_SQL}", "GPUs"),
+                   f"SELECT sum(gpus) FROM {seen}", "GPUs"),
             Figure(GPU_UTIL, "machines in the utilisation log",
                    f"SELECT count(DISTINCT machine_id) FROM {GPU_BY_MACHINE}", "machines"),
         ]
     if MACHINE_LIST in present and GPU_UTIL in present:
         found += [
             Figure(GPU_UTIL, "GPUs seen in the utilisation log minus GPUs in the machine list",
-                   f"SELECT (SELECT sum(gpus) FROM {GPUS_SEEN_SQL}) - (SELECT sum(num_gpus) FROM {MACHINE_LIST})",
+                   f"SELECT (SELECT sum(gpus) FROM {seen}) - (SELECT sum(num_gpus) FROM {MACHINE_LIST})",
                    "GPUs"),
             Figure(GPU_UTIL, "machines with more GPUs in the utilisation log than in the machine list",
-                   f"SELECT count(*) FROM {GPUS_SEEN_SQL} AS s JOIN {MACHINE_LIST} AS m USING (machine_id) "
+                   f"SELECT count(*) FROM {seen} AS s JOIN {MACHINE_LIST} AS m USING (machine_id) "
                    "WHERE s.gpus > m.num_gpus", "machines"),
             Figure(GPU_UTIL, "machines in the utilisation log missing from the machine list",
-                   f"SELECT count(*) FROM {GPUS_SEEN_SQL} AS s ANTI JOIN {MACHINE_LIST} AS m USING (machine_id)",
+                   f"SELECT count(*) FROM {seen} AS s ANTI JOIN {MACHINE_LIST} AS m USING (machine_id)",
                    "machines"),
         ]
     if JOB_LOG in present:
