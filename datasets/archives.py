@@ -257,7 +257,7 @@ def _copy_member(source: BinaryIO, dest: Path, meter: _MemberMeter, size: int = 
     """Copy `source` to `dest`, counting each chunk against the limits before writing it. The file
     is given its declared `size` first where the file system allows: a full disk shows at once,
     and writing into reserved space is faster. Chunks are read into one reused buffer
-    (`readinto`): a new bytes object per chunk made unpacking Philly's 6.6 GB archive take about
+    (`readinto`): a new bytes object per chunk made unpacking a 6.6 GB release archive take about
     a quarter longer."""
     doing = "extracting an archive member"
     try:
