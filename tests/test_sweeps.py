@@ -4,8 +4,9 @@ second at a time, over random intervals, with batches small enough to cut throug
 from __future__ import annotations
 
 import random
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 
 import duckdb
@@ -68,6 +69,64 @@ def test_level_seconds_match_counting_second_by_second(seed: int, batch_rows: in
     assert frame.schema == pl.Schema({"key": pl.Int64, "count": pl.Enum(["every", "counted"]), "level": pl.Int64,
                                       "seconds": pl.Float64})
     assert not list((tmp_path / "spill").glob("sweep-*"))  # the scratch files are gone
+
+
+def _by_segments(rows: list[tuple[int, Fraction, Fraction, list[int | None]]]) -> dict:
+    """(key, count index, level) -> seconds (exact), from the pieces between each key's distinct
+    interval ends, each at the summed weights (None as 0) of the intervals covering it."""
+    seconds: dict = defaultdict(Fraction)
+    for key in {r[0] for r in rows}:
+        mine = [r for r in rows if r[0] == key]
+        ends = sorted({r[1] for r in mine} | {r[2] for r in mine})
+        for a, b in zip(ends, ends[1:]):
+            covering = [r for r in mine if r[1] <= a and b <= r[2]]
+            for count in range(len(mine[0][3])):
+                level = sum(r[3][count] or 0 for r in covering)
+                if level > 0:
+                    seconds[(key, count, level)] += b - a
+    return dict(seconds)
+
+
+@pytest.mark.parametrize("batch_rows", [1, 5, 1000])
+@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("events_per_sort", [None, 11])
+def test_fractional_times_weights_and_far_apart_keys(seed: int, batch_rows: int, events_per_sort: int | None,
+                                                     monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Times with milliseconds (taken to the microsecond), weights from -2 to 3 and NULL, negative
+    keys and keys thousands apart: the levels and their exact seconds."""
+    rng = random.Random(seed)
+    rows = []
+    for key in rng.sample([-7, -1, 0, 3, 1000, 5001], 4):
+        for _ in range(rng.randint(1, 10)):
+            start = Fraction(rng.randint(0, 20000), 1000) + 1_500_000_000
+            weights = [rng.choice([-2, 0, 1, 1, 2, 3, None]) for _ in range(3)]
+            rows.append((key, start, start + Fraction(rng.randint(0, 9000), 1000), weights))
+    ctx = _context(tmp_path / "spill")
+    ctx.con.register("intervals", pl.DataFrame(
+        [(k, float(s), float(e), *w) for k, s, e, w in rows], schema=["key", "s", "e", "a", "b", "c"], orient="row"))
+    if events_per_sort:
+        monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", events_per_sort)
+    frame = level_seconds(ctx, "(SELECT key, s AS t_start, e AS t_end, a, b, c FROM intervals)", ("a", "b", "c"),
+                          intervals_count=len(rows), batch_rows=batch_rows)
+    names = ["a", "b", "c"]
+    got = {(r["key"], names.index(r["count"]), r["level"]): r["seconds"] for r in frame.to_dicts()}
+    expected = _by_segments(rows)
+    assert got.keys() == expected.keys()
+    for cell, seconds in expected.items():
+        assert got[cell] == pytest.approx(float(seconds), rel=1e-12, abs=1e-9)
+
+
+def test_rows_without_a_key_or_a_time_count_nothing() -> None:
+    ctx = _context()
+    rows = "(1, 0.0, 10.0, 1), (1, 5.0, 8.0, NULL), (NULL, 0.0, 4.0, 1), (1, NULL, 4.0, 1), (1, 2.0, NULL, 1)"
+    frame = level_seconds(ctx, f"(SELECT * FROM (VALUES {rows}) AS v(key, t_start, t_end, n))", ("n",))
+    assert frame.select("key", "level", "seconds").rows() == [(1, 1, 10.0)]
+
+
+def test_times_too_far_apart_for_one_packed_event_are_a_catalog_error() -> None:
+    """A span of 10^13 s with a fraction of a second needs more than 63 bits of microseconds."""
+    with pytest.raises(CatalogError, match="do not fit one 64-bit event"):
+        level_seconds(_context(), "(SELECT 1 AS key, 0.5 AS t_start, 1e13 AS t_end, 1 AS n)", ("n",))
 
 
 def test_level_seconds_in_groups_reads_the_intervals_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
