@@ -161,6 +161,23 @@ class TraceContext:
                 return self.cache.small_result(key, lambda: self._run(sql))
         return self._run(sql)
 
+    def computed(self, sql: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        """The result of the catalog query `sql`, computed by `compute()`: a faster way to the same
+        rows, which `sql` still defines and names when the result is kept (as `query` keeps a small
+        result of the catalog); the queries `compute` runs are not kept on their own."""
+        def run() -> pl.DataFrame:
+            self.cache.computing += 1
+            try:
+                return compute()
+            finally:
+                self.cache.computing -= 1
+
+        if self.cache.keeping:
+            key = self._catalog_key(sql)
+            if key is not None:
+                return self.cache.small_result(key, run)
+        return run()
+
     def _catalog_key(self, sql: str) -> list[str] | None:
         """What the result of `sql` depends on beyond the data and ddlx: its text and the queries of
         the `materialized` tables it reads; None when it reads another object of the run."""

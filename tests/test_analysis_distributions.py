@@ -13,6 +13,7 @@ import duckdb
 import polars as pl
 import pytest
 
+from ddlx.analysis import sql
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.sql import CDF_PROBABILITIES, cdf_from_counts, cdf_table, quantiles_from_counts
 
@@ -88,3 +89,34 @@ def test_no_values_no_rows(ctx: TraceContext) -> None:
     ctx.con.register("empty_t", pl.DataFrame({"v": [None, None]}, schema={"v": pl.Float64}).to_arrow())
     assert cdf_table(ctx, "v", "empty_t").height == 0
     assert quantiles_from_counts(ctx, "(SELECT v AS value, 1 AS n FROM empty_t)", (0.5,)) == {}
+
+
+@pytest.mark.parametrize("dtype", ["DOUBLE", "BIGINT", "TIMESTAMP"])
+def test_cdf_table_gives_the_rows_of_its_defining_query(ctx: TraceContext, dtype: str) -> None:
+    """`cdf_table` sorts the values itself; its rows are those of the discrete list quantile that
+    defines it (`_cdf_table_sql`), to the bit: two group columns with NULLs, ties, NaN (above every
+    number) and groups of one value, over integers, floats and times."""
+    rng = random.Random(11)
+    rows = []
+    for _ in range(3000):
+        a = rng.choice(["x", "y", "zz", None])
+        b = rng.choice([1, 2, None])
+        v = rng.choice([float(rng.randint(0, 40)), rng.lognormvariate(3, 2), float("nan")]) if dtype == "DOUBLE" \
+            else rng.randint(-50, 500)
+        rows.append((a, b, v))
+    rows += [("solo", 7, 3.0 if dtype == "DOUBLE" else 3), ("x", 1, None)]
+    frame = pl.DataFrame(rows, schema={"a": pl.String, "b": pl.Int64,
+                                       "v": pl.Float64 if dtype == "DOUBLE" else pl.Int64}, orient="row")
+    ctx.con.register("raw_t", frame.to_arrow())
+    value = "make_timestamp(v * 1000003)" if dtype == "TIMESTAMP" else f"CAST(v AS {dtype})"
+    got = cdf_table(ctx, value, "raw_t", groups=("a", "b"), where="b IS DISTINCT FROM 2 OR a = 'x'")
+    where = "(b IS DISTINCT FROM 2 OR a = 'x')"
+    rows_sql = f"SELECT a, b, {value} AS value FROM raw_t WHERE {where} AND {value} IS NOT NULL"
+    expected = ctx.query(sql._cdf_table_sql(rows_sql, ("a", "b"), CDF_PROBABILITIES))
+    assert got.schema == expected.schema
+    assert got.equals(expected)
+    assert got.height == 10 * len(CDF_PROBABILITIES)  # x, y, zz, NULL by 1 and NULL, b = 2 for x only; solo
+    whole = cdf_table(ctx, value, "raw_t")
+    whole_sql = f"SELECT {value} AS value FROM raw_t WHERE (TRUE) AND {value} IS NOT NULL"
+    assert whole.equals(ctx.query(sql._cdf_table_sql(whole_sql, (), CDF_PROBABILITIES)))
+    assert whole["rows"].unique().to_list() == [len(rows) - 1]
