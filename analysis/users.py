@@ -3,7 +3,8 @@ and a summary of the users with most GPU-time."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 
 import polars as pl
 
@@ -65,38 +66,56 @@ def _ranked_sql(members: str) -> str:
         FROM {members} WINDOW w AS (ORDER BY gpu_hours ROWS UNBOUNDED PRECEDING))"""
 
 
-def top_shares(ctx: TraceContext, top_percents: Sequence[int] = DEFAULT_TOP_PERCENTS) -> pl.DataFrame:
+@contextmanager
+def ranked_members(ctx: TraceContext) -> Iterator[dict[str, str]]:
+    """Each population's members ranked by GPU-hours (`_ranked_sql`) as a temporary table for the
+    duration of the block, ranked once for the top shares and the Lorenz curves: population ->
+    table name."""
+    with ExitStack() as stack:
+        yield {population: stack.enter_context(ctx.materialized(
+                   f"SELECT * FROM {_ranked_sql(_members_sql(ctx, population))}", f"ddlx_users_ranked_{population}"))
+               for population in POPULATIONS}
+
+
+def top_shares(ctx: TraceContext, top_percents: Sequence[int] = DEFAULT_TOP_PERCENTS,
+               ranked: Mapping[str, str] | None = None) -> pl.DataFrame:
     """Per population and top percent: members, members in the top, their GPU-hours and share of
-    the population's GPU-hours (definition `users.gpu_time_top_share`)."""
+    the population's GPU-hours (definition `users.gpu_time_top_share`). `ranked`: the tables of
+    `ranked_members`, made here when not given."""
+    if ranked is None:
+        with ranked_members(ctx) as tables:
+            return top_shares(ctx, top_percents, tables)
     percents = ", ".join(str(int(p)) for p in top_percents)
     parts = [f"""
         SELECT '{population}' AS population, pct AS top_percent, r.n AS members,
                (pct * r.n + 99) // 100 AS top_members, r.total_gpu_hours AS gpu_hours,
                r.total_gpu_hours - coalesce(below.cum_gpu_hours, 0) AS top_gpu_hours
-        FROM (SELECT DISTINCT n, total_gpu_hours FROM ranked_{population}) r
+        FROM (SELECT DISTINCT n, total_gpu_hours FROM {ranked[population]}) r
         CROSS JOIN (SELECT unnest([{percents}]) AS pct) p
-        LEFT JOIN ranked_{population} below ON below.k = r.n - (pct * r.n + 99) // 100"""
+        LEFT JOIN {ranked[population]} below ON below.k = r.n - (pct * r.n + 99) // 100"""
              for population in POPULATIONS]
-    ctes = ", ".join(f"ranked_{p} AS {_ranked_sql(_members_sql(ctx, p))}" for p in POPULATIONS)
     return ctx.query(f"""
-        WITH {ctes}
         SELECT *, top_gpu_hours / nullif(gpu_hours, 0) AS top_gpu_hours_share
         FROM ({' UNION ALL '.join(parts)}) ORDER BY population, top_percent""")
 
 
-def lorenz_curves(ctx: TraceContext, steps: int = LORENZ_STEPS) -> pl.DataFrame:
+def lorenz_curves(ctx: TraceContext, steps: int = LORENZ_STEPS,
+                  ranked: Mapping[str, str] | None = None) -> pl.DataFrame:
     """Per population, at population shares 0, 1/steps, ..., 1: the members counted (those with
-    least GPU-time) and their share of the population's GPU-hours (definition `users.lorenz_curve`)."""
+    least GPU-time) and their share of the population's GPU-hours (definition `users.lorenz_curve`).
+    `ranked`: the tables of `ranked_members`, made here when not given."""
+    if ranked is None:
+        with ranked_members(ctx) as tables:
+            return lorenz_curves(ctx, steps, tables)
     parts = [f"""
         SELECT '{population}' AS population, i / {steps} AS population_share,
                (i * r.n) // {steps} AS members, coalesce(c.cum_gpu_hours, 0) AS gpu_hours,
                coalesce(c.cum_gpu_hours, 0) / nullif(r.total_gpu_hours, 0) AS gpu_hours_share
-        FROM (SELECT DISTINCT n, total_gpu_hours FROM ranked_{population}) r
+        FROM (SELECT DISTINCT n, total_gpu_hours FROM {ranked[population]}) r
         CROSS JOIN (SELECT range AS i FROM range({steps + 1})) points
-        LEFT JOIN ranked_{population} c ON c.k = (i * r.n) // {steps}"""
+        LEFT JOIN {ranked[population]} c ON c.k = (i * r.n) // {steps}"""
              for population in POPULATIONS]
-    ctes = ", ".join(f"ranked_{p} AS {_ranked_sql(_members_sql(ctx, p))}" for p in POPULATIONS)
-    return ctx.query(f"WITH {ctes} {' UNION ALL '.join(parts)} ORDER BY population, population_share")
+    return ctx.query(f"{' UNION ALL '.join(parts)} ORDER BY population, population_share")
 
 
 def top_users(ctx: TraceContext, limit: int = DEFAULT_TOP_USERS) -> pl.DataFrame:
@@ -124,12 +143,13 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     if not c["gpu_jobs"]:
         result.skip("GPU-time concentration", "no job of the trace requests a GPU")
     else:
-        shares = result.add("gpu_time_top_shares", top_shares(ctx, top_percents),
-                            ("users.gpu_time_top_share", "gpu_time.request_x_runtime", "gpu_job.requests_gpu"),
-                            "a population (GPU jobs or users with GPU jobs) and a top percent")
-        result.add("lorenz_curves", lorenz_curves(ctx),
-                   ("users.lorenz_curve", "gpu_time.request_x_runtime", "gpu_job.requests_gpu"),
-                   "a population and a share of it (members with least GPU-time first)")
+        with ranked_members(ctx) as ranked:
+            shares = result.add("gpu_time_top_shares", top_shares(ctx, top_percents, ranked),
+                                ("users.gpu_time_top_share", "gpu_time.request_x_runtime", "gpu_job.requests_gpu"),
+                                "a population (GPU jobs or users with GPU jobs) and a top percent")
+            result.add("lorenz_curves", lorenz_curves(ctx, ranked=ranked),
+                       ("users.lorenz_curve", "gpu_time.request_x_runtime", "gpu_job.requests_gpu"),
+                       "a population and a share of it (members with least GPU-time first)")
         for row in shares.iter_rows(named=True):
             if row["population"] == "users" and not c["gpu_users"]:
                 continue
