@@ -112,7 +112,8 @@ def extract_release(release: Path, dest: Path) -> None:
     for archive in sorted(release.iterdir()):
         if archive.name.endswith(".tar.gz"):
             with tarfile.open(archive) as tar:
-                tar.extractall(dest, filter="data")
+                # the "data" filter exists from Python 3.11.4; before it, the archives are ddlx's own
+                tar.extractall(dest, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         elif archive.suffix == ".zip":
             with zipfile.ZipFile(archive) as zf:
                 zf.extractall(dest)

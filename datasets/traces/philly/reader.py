@@ -780,10 +780,11 @@ def validation_checks(present: set[str]) -> list[Check]:
                 "HAVING min(num_gpus) <> max(num_gpus))")),
         ]
     for table in (GPU_UTIL, CPU_UTIL, MEM_UTIL):
-        if table in present:
-            checks += [Check(table, name, query=f"SELECT coalesce(sum({column}), 0) FROM {UTIL_BY_MACHINE[table]}")
-                       for name, column, _ in _UTIL_ROW_CONDITIONS[table]]
-        if table == GPU_UTIL and table in present:
+        if table not in present:
+            continue
+        checks += [Check(table, name, query=f"SELECT coalesce(sum({column}), 0) FROM {UTIL_BY_MACHINE[table]}")
+                   for name, column, _ in _UTIL_ROW_CONDITIONS[table]]
+        if table == GPU_UTIL:
             # not in the reduction: reading the eight GPU columns costs four times the whole reduction,
             # while their Parquet statistics answer "none above 100" without reading them
             checks.append(Check(GPU_UTIL, "rows with a GPU above 100 %", query=(
