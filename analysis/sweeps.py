@@ -124,11 +124,12 @@ class _Packing:
         if not all(math.isfinite(row[f]) for f in ("first_time", "last_time")):
             raise CatalogError("interval sweep: a time is not a finite number of seconds")
         ticks_per_second = 1.0 if row["whole"] else 1e6
+        # one tick to spare: DuckDB rounds a half tick up, Python to even
         span = round((row["last_time"] - row["first_time"]) * ticks_per_second)
         weight_low = tuple(int(row[f"low_{i}"] or 0) for i in range(len(names)))
         weight_bits = tuple(int((row[f"high_{i}"] or 0) - low).bit_length() for i, low in enumerate(weight_low))
         packing = cls(tuple(names), int(row["first_key"]), groups, float(row["first_time"]), ticks_per_second,
-                      span.bit_length(), weight_low, weight_bits, 2 * int(row["intervals"]))
+                      (span + 1).bit_length(), weight_low, weight_bits, 2 * int(row["intervals"]))
         key_bits = ((int(row["last_key"]) - packing.first_key) // groups).bit_length()
         if key_bits + packing.time_bits + packing.kind_bits > _PACKED_BITS:
             raise CatalogError(f"interval sweep: keys {row['first_key']}..{row['last_key']} ({key_bits} bits) and "
