@@ -151,6 +151,11 @@ def decimal_list_sql(values: Sequence[float]) -> str:
     return "[" + ", ".join(format(Decimal(repr(float(v))), "f") for v in values) + "]"
 
 
+#: Most values `cdf_table` sorts in memory itself (about 200 MiB with a group column); past it the
+#: discrete quantile runs in DuckDB.
+CDF_SORTED_VALUES = 4_000_000
+
+
 def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] = (),
               where: str = "TRUE", probabilities: Sequence[float] = CDF_PROBABILITIES) -> pl.DataFrame:
     """The empirical CDF (definition `stat.cdf_step`) of `value` over the rows of `source` (a FROM
@@ -162,17 +167,22 @@ def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] 
 
     For n values sorted x_0..x_(n-1), the value at p is x_k with k = max(ceil(n p), 1) - 1, p read
     as the decimal it is written as: the discrete list quantile of DuckDB at DECIMAL p, which
-    defines the result (`_cdf_table_sql`). The values are sorted by Polars, several times faster
-    than DuckDB's selection at a hundred probabilities, and held in memory; distributions too
-    large for that are given as counts to `cdf_from_counts`.
+    defines the result (`_cdf_table_sql`). Up to `CDF_SORTED_VALUES` values are sorted by Polars,
+    several times faster than DuckDB's selection at a hundred probabilities; more are left to
+    DuckDB's quantile, within its memory limit. Distributions too large for that are given as
+    counts to `cdf_from_counts`.
     """
     select_groups = "".join(f"{g}, " for g in groups)
     rows_sql = f"SELECT {select_groups}{value} AS value FROM {source} WHERE ({where}) AND {value} IS NOT NULL"
 
+    defining = _cdf_table_sql(rows_sql, groups, probabilities)
+
     def compute() -> pl.DataFrame:
+        if ctx.one_row(f"SELECT count(*) AS n FROM ({rows_sql})")["n"] > CDF_SORTED_VALUES:
+            return ctx.query(defining)  # DuckDB's quantile, within its memory limit
         return _cdf_of_values(ctx.query(rows_sql), groups, probabilities)
 
-    return ctx.computed(_cdf_table_sql(rows_sql, groups, probabilities), compute)
+    return ctx.computed(defining, compute)
 
 
 def _cdf_table_sql(rows_sql: str, groups: Sequence[str], probabilities: Sequence[float]) -> str:

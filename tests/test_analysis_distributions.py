@@ -91,11 +91,16 @@ def test_no_values_no_rows(ctx: TraceContext) -> None:
     assert quantiles_from_counts(ctx, "(SELECT v AS value, 1 AS n FROM empty_t)", (0.5,)) == {}
 
 
+@pytest.mark.parametrize("sorted_values", [None, 100])
 @pytest.mark.parametrize("dtype", ["DOUBLE", "BIGINT", "TIMESTAMP"])
-def test_cdf_table_gives_the_rows_of_its_defining_query(ctx: TraceContext, dtype: str) -> None:
+def test_cdf_table_gives_the_rows_of_its_defining_query(ctx: TraceContext, dtype: str, sorted_values: int | None,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """`cdf_table` sorts the values itself; its rows are those of the discrete list quantile that
     defines it (`_cdf_table_sql`), to the bit: two group columns with NULLs, ties, NaN (above every
-    number) and groups of one value, over integers, floats and times."""
+    number) and groups of one value, over integers, floats and times; also past the values it sorts
+    itself (`CDF_SORTED_VALUES`), where DuckDB's quantile gives the rows."""
+    if sorted_values:
+        monkeypatch.setattr(sql, "CDF_SORTED_VALUES", sorted_values)
     rng = random.Random(11)
     rows = []
     for _ in range(3000):
