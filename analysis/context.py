@@ -155,11 +155,7 @@ class TraceContext:
                 used = [name for name in self._run_objects_in(sql) if name not in self._materialized]
                 raise ValueError(f"a kept query cannot read {', '.join(used)}: not the catalog's")
             return self.cache.frames(keep, key, lambda: self._run(sql))
-        if self.cache.keeping:
-            key = self._catalog_key(sql)
-            if key is not None:
-                return self.cache.small_result(key, lambda: self._run(sql))
-        return self._run(sql)
+        return self.computed(sql, lambda: self._run(sql))
 
     def computed(self, sql: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
         """The result of the catalog query `sql`, computed by `compute()`: a faster way to the same

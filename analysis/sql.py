@@ -148,7 +148,12 @@ def quantile_columns_sql(value: str, quantiles: dict[str, float] | None = None, 
 def decimal_list_sql(values: Sequence[float]) -> str:
     """A DECIMAL[] literal of the shortest decimal spelling of each value, which DuckDB's quantiles
     take in exact integer arithmetic (0.56 of 25 values is 14 of them, not a hair more)."""
-    return "[" + ", ".join(format(Decimal(repr(float(v))), "f") for v in values) + "]"
+    return "[" + ", ".join(format(written_decimal(v), "f") for v in values) + "]"
+
+
+def written_decimal(value: float) -> Decimal:
+    """The shortest decimal spelling of `value` (0.56, not the binary double nearest it)."""
+    return Decimal(repr(float(value)))
 
 
 #: Most values `cdf_table` sorts in memory itself (about 200 MiB with a group column); past it the
@@ -209,7 +214,7 @@ def _cdf_of_values(values: pl.DataFrame, groups: Sequence[str], probabilities: S
     else:
         per_group = pl.DataFrame({"rows": [values.height]}).filter(pl.col("rows") > 0)
     counts = per_group["rows"].to_numpy().astype(np.int64)
-    fractions = [Fraction(Decimal(repr(float(p)))) for p in probabilities]
+    fractions = [Fraction(written_decimal(p)) for p in probabilities]
     numerators = np.array([f.numerator for f in fractions], dtype=np.int64)
     denominators = np.array([f.denominator for f in fractions], dtype=np.int64)
     ceilings = -((-counts[:, None] * numerators[None, :]) // denominators[None, :])  # ceil(n p), exactly

@@ -104,11 +104,15 @@ class _Packing:
     time_bits: int
     weight_low: tuple[int, ...]
     weight_bits: tuple[int, ...]
-    events: int
+    intervals: int
 
     @property
     def kind_bits(self) -> int:
         return 1 + sum(self.weight_bits)
+
+    @property
+    def key_shift(self) -> int:
+        return self.kind_bits + self.time_bits
 
     @classmethod
     def of(cls, ctx: TraceContext, part: str, names: list[str], groups: int) -> _Packing | None:
@@ -129,7 +133,7 @@ class _Packing:
         weight_low = tuple(int(row[f"low_{i}"] or 0) for i in range(len(names)))
         weight_bits = tuple(int((row[f"high_{i}"] or 0) - low).bit_length() for i, low in enumerate(weight_low))
         packing = cls(tuple(names), int(row["first_key"]), groups, float(row["first_time"]), ticks_per_second,
-                      (span + 1).bit_length(), weight_low, weight_bits, 2 * int(row["intervals"]))
+                      (span + 1).bit_length(), weight_low, weight_bits, int(row["intervals"]))
         key_bits = ((int(row["last_key"]) - packing.first_key) // groups).bit_length()
         if key_bits + packing.time_bits + packing.kind_bits > _PACKED_BITS:
             raise CatalogError(f"interval sweep: keys {row['first_key']}..{row['last_key']} ({key_bits} bits) and "
@@ -139,18 +143,17 @@ class _Packing:
 
     def sorted_events(self, ctx: TraceContext, part: str) -> np.ndarray:
         """The group's events packed and sorted (int64)."""
-        time_shift, key_shift = self.kind_bits, self.kind_bits + self.time_bits
         weights = "".join(f" | (CAST({name} - {low} AS BIGINT) << {shift})"
                           for name, low, shift in zip(self.names, self.weight_low, self._weight_shifts()))
 
         def event(time: str, end: int) -> str:
-            return (f"(((key - {self.first_key}) // {self.groups}) << {key_shift})"
+            return (f"(((key - {self.first_key}) // {self.groups}) << {self.key_shift})"
                     f" | (CAST(round(({time} - CAST({sql_float(self.first_time)} AS DOUBLE))"
-                    f" * CAST({sql_float(self.ticks_per_second)} AS DOUBLE)) AS BIGINT) << {time_shift})"
+                    f" * CAST({sql_float(self.ticks_per_second)} AS DOUBLE)) AS BIGINT) << {self.kind_bits})"
                     f"{weights} | {end}")
 
         sql = f"SELECT {event('t_start', 0)} AS opens, {event('t_end', 1)} AS closes FROM {part}"
-        intervals = self.events // 2
+        intervals = self.intervals
         events = np.empty(2 * intervals, dtype=np.int64)  # the starts, then the ends
         filled = 0
         for batch in ctx.batches(sql, FETCH_ROWS):
@@ -211,13 +214,12 @@ def _swept(events: np.ndarray, packing: _Packing, rows: int) -> list[pl.DataFram
     changes = packing.changes()
     running = np.zeros(len(changes), dtype=np.int64)
     kind_mask = (1 << packing.kind_bits) - 1
-    key_shift = packing.kind_bits + packing.time_bits
     sums: list[pl.DataFrame] = []
     for start in range(0, len(events) - 1, rows):
         chunk = events[start:start + rows + 1]  # and the event that ends the chunk's last step
         kind = chunk[:-1] & kind_mask
         ticks = np.diff(chunk >> packing.kind_bits)
-        row, ranks = _key_rows(chunk[:-1] >> key_shift)
+        row, ranks = _key_rows(chunk[:-1] >> packing.key_shift)
         keys = ranks * packing.groups + packing.first_key
         for i, change in enumerate(changes):
             levels = np.cumsum(change[kind])
