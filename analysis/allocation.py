@@ -30,6 +30,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -179,6 +180,16 @@ def _same_groups(left: str, right: str, groups: Sequence[str]) -> str:
     return " AND ".join([f"{left}.{g} IS NOT DISTINCT FROM {right}.{g}" for g in groups] or ["TRUE"])
 
 
+def _step_changes_sql(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
+    """A FROM item: the net change of allocated GPUs per group and instant, `delta` (DOUBLE, the sum
+    of `allocation_events_sql`'s changes at `ts`), with `ts` (Unix seconds, changes before the
+    window start moved to it) and `x` (seconds since the window start)."""
+    lo = _double(window.lo)
+    return f"""(SELECT {_select_groups(groups)}greatest(epoch(t), {lo}) AS ts, greatest(epoch(t), {lo}) - {lo} AS x,
+                       sum(delta_gpus) AS delta
+                FROM {allocation_events_sql(ctx, groups)} GROUP BY ALL)"""
+
+
 def integrable_steps_sql(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
     """A query: allocated GPUs as a step function per group, ready to integrate.
 
@@ -187,22 +198,96 @@ def integrable_steps_sql(ctx: TraceContext, groups: Sequence[str], window: Windo
     delta_gpus * x over the changes so far). The GPU-seconds allocated from the window start to
     any X at or after a row (and before the next) are `gpus * X - moment`: the integral is read
     with one ASOF join, never by sampling. Built on `allocation_events_sql`. The running sums are
-    exact (DECIMAL: GPUs to 1e-6, like `allocation_steps_sql`, and GPU-seconds to 1e-6), so sums of
-    fractional requests return to exact values; DECIMAL sums are also faster than DOUBLE ones here.
-    Changes before the window start count at the start (a window inside the trace begins with
-    what was allocated then), so the integral covers the window only.
+    exact (DECIMAL: each change in millionths of a GPU, each change x time in millionths of a
+    GPU-second), so sums of fractional requests return to exact values. Changes before the window
+    start count at the start (a window inside the trace begins with what was allocated then), so
+    the integral covers the window only. This text defines the rows; `shared_steps` makes the same
+    rows faster.
     """
     partition = f"PARTITION BY {', '.join(groups)} " if groups else ""
-    lo = _double(window.lo)
     return f"""
     SELECT {_select_groups(groups)}ts, x,
            CAST(sum(delta) OVER w AS DOUBLE) AS gpus, CAST(sum(delta_x) OVER w AS DOUBLE) AS moment
     FROM (SELECT {_select_groups(groups)}ts, x, CAST(delta AS DECIMAL(18, 6)) AS delta,
                  CAST(delta * x AS DECIMAL(38, 6)) AS delta_x
-          FROM (SELECT {_select_groups(groups)}greatest(epoch(t), {lo}) AS ts, greatest(epoch(t), {lo}) - {lo} AS x,
-                       sum(delta_gpus) AS delta
-                FROM {allocation_events_sql(ctx, groups)} GROUP BY ALL))
+          FROM {_step_changes_sql(ctx, groups, window)})
     WINDOW w AS ({partition}ORDER BY x ROWS UNBOUNDED PRECEDING)"""
+
+
+#: Most changes of allocated GPUs whose running sums are taken in memory (Polars, about 60 bytes
+#: a change); a trace with more leaves them to DuckDB's window, within its memory limit.
+STEPS_SUMMED_IN_MEMORY = 4_000_000
+
+#: Millionths: the scale of the DECIMAL sums of `integrable_steps_sql`.
+_SCALE = 6
+
+#: Largest sum of absolute values the in-memory running sums take in 64-bit integers.
+_SUMMABLE = 2.0 ** 62
+
+#: Rows per Arrow batch when the changes are read into memory.
+_FETCH_ROWS = 1 << 20
+
+
+def duckdb_decimal_double(unscaled: np.ndarray, scale: int = _SCALE) -> np.ndarray:
+    """The DOUBLEs DuckDB's cast gives for the DECIMALs of `scale` whose digits are the 64-bit
+    integers `unscaled`: unscaled / 10^scale while |unscaled| <= 2^53 (exact in a DOUBLE), else
+    the whole part plus the fraction / 10^scale (whole part truncated toward zero). True divisions
+    (NumPy's): a product with the reciprocal would differ in the last bit."""
+    power = 10 ** scale
+    whole = np.sign(unscaled) * (np.abs(unscaled) // power)
+    fraction = unscaled - whole * power
+    return np.where(np.abs(unscaled) <= 2 ** 53, unscaled.astype(np.float64) / power,
+                    whole.astype(np.float64) + fraction.astype(np.float64) / power)
+
+
+def _summed_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> pa.Table | None:
+    """The rows of `integrable_steps_sql`, to the bit, with the running sums taken in memory on the
+    DECIMAL digits as 64-bit integers; None when there are more than `STEPS_SUMMED_IN_MEMORY`
+    changes or the sums could leave 64 bits (DuckDB's window then takes them)."""
+    jobs = ctx.one_row(f"SELECT count(*) AS n FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)}")["n"]
+    if 2 * jobs > STEPS_SUMMED_IN_MEMORY:
+        return None
+    batches = ctx.batches(f"""
+        SELECT {_select_groups(groups)}ts, x, CAST(delta AS DECIMAL(18, {_SCALE})) AS delta,
+               CAST(delta * x AS DECIMAL(38, {_SCALE})) AS delta_x
+        FROM {_step_changes_sql(ctx, groups, window)}""", _FETCH_ROWS)
+    changes = pa.Table.from_batches(list(batches))
+    delta, delta_x = _decimal_digits(changes["delta"]), _decimal_digits(changes["delta_x"])
+    if delta is None or delta_x is None or max(np.abs(delta.astype(np.float64)).sum(),
+                                               np.abs(delta_x.astype(np.float64)).sum()) >= _SUMMABLE:
+        return None  # digits beyond 64 bits, or sums that could reach them
+    frame = pl.from_arrow(changes.select([*groups, "ts", "x"]))
+    assert isinstance(frame, pl.DataFrame)
+    over = (lambda e: e.over(list(groups))) if groups else (lambda e: e)
+    summed = (frame.with_columns(pl.Series("delta", delta), pl.Series("delta_x", delta_x)).sort("x")
+              .select(*groups, "ts", "x", over(pl.col("delta").cum_sum()).alias("gpus"),
+                      over(pl.col("delta_x").cum_sum()).alias("moment")))
+    return summed.with_columns(pl.Series("gpus", duckdb_decimal_double(summed["gpus"].to_numpy())),
+                               pl.Series("moment", duckdb_decimal_double(summed["moment"].to_numpy()))).to_arrow()
+
+
+def _decimal_digits(column: pa.ChunkedArray) -> np.ndarray | None:
+    """The digits of a decimal128 column without NULLs as 64-bit integers; None when one does not
+    fit in 64 bits."""
+    array = column.combine_chunks()
+    words = np.frombuffer(array.buffers()[1], dtype="<i8").reshape(-1, 2)[array.offset:array.offset + len(array)]
+    low, high = words[:, 0], words[:, 1]
+    return low if array.null_count == 0 and (high == (low >> 63)).all() else None
+
+
+def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
+    """`integrable_steps_sql` of `groups` over `window` as a temporary table kept to the end of
+    the run (the allocation and the load at submission read it; `TraceContext.shared`), made by
+    `_summed_steps` when that can; returns its name."""
+    def make(name: str) -> None:
+        table = _summed_steps(ctx, groups, window)
+        if table is None:
+            ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {integrable_steps_sql(ctx, groups, window)}")
+            return
+        with registered(ctx, table, "summed_steps") as summed:
+            ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {summed}")
+
+    return ctx.shared(integrable_steps_sql(ctx, groups, window), "ddlx_steps_" + ("_".join(groups) or "all"), make)
 
 
 def materialized(ctx: TraceContext, sql: str, stem: str) -> AbstractContextManager[str]:
@@ -220,11 +305,6 @@ def registered(ctx: TraceContext, frame: pl.DataFrame | pa.Table, stem: str) -> 
         yield name
     finally:
         ctx.con.unregister(name)
-
-
-def materialized_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> AbstractContextManager[str]:
-    """`integrable_steps_sql` of `groups` as a temporary table for the duration of the block."""
-    return materialized(ctx, integrable_steps_sql(ctx, groups, window), "steps_" + ("_".join(groups) or "all"))
 
 
 def _keys_sql(groups: Sequence[str]) -> str:
@@ -459,8 +539,8 @@ def allocation_vs_capacity(ctx: TraceContext, groups: Sequence[str] = ("cluster"
         return pl.DataFrame()
 
     def compute() -> pl.DataFrame:
-        with materialized_steps(ctx, groups, window) as steps:
-            return ctx.query(_allocation_vs_capacity_sql(ctx, groups, window, f"(SELECT * FROM {steps})"))
+        steps = shared_steps(ctx, groups, window)
+        return ctx.query(_allocation_vs_capacity_sql(ctx, groups, window, f"(SELECT * FROM {steps})"))
 
     described = _allocation_vs_capacity_sql(ctx, groups, window, integrable_steps_sql(ctx, groups, window))
     return ctx.cache.frames("allocation_vs_capacity", [described], compute)

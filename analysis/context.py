@@ -10,6 +10,7 @@ records allow is declared by that trace (`ddlx.analysis.trace_parts`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -82,6 +83,8 @@ class TraceContext:
     _materialized: dict[str, str] = field(default_factory=dict, repr=False)
     #: Those of them made on the connection so far.
     _made: set[str] = field(default_factory=set, repr=False)
+    #: How a table of them is made when not by running its query (`shared`'s `make`).
+    _makers: dict[str, Callable[[str], None]] = field(default_factory=dict, repr=False)
 
     def engine(self) -> Any:
         """The engine the reductions run on (`ddlx.analysis.engines.engine_for` of `options`): DuckDB
@@ -188,9 +191,7 @@ class TraceContext:
         results to read; yields `name`. The table is made when a statement first reads it, so a
         run whose results of it are all kept never makes it; those results are kept under their
         text and `sql`. `ValueError` when `sql` itself reads an object of the run."""
-        if self._catalog_key(sql) is None:
-            raise ValueError(f"{name}: a materialized query must read only the catalog")
-        self._materialized[name] = sql
+        self._declare(sql, name, None)
         try:
             yield name
         finally:
@@ -199,12 +200,38 @@ class TraceContext:
                 self._made.discard(name)
                 self.execute(f"DROP TABLE IF EXISTS {name}")
 
+    def shared(self, sql: str, stem: str, make: Callable[[str], None] | None = None) -> str:
+        """The catalog query `sql` as a temporary table kept to the end of the run, for results of
+        several modules to read (as `materialized`, made when first read); returns its name: `stem`
+        and a digest of `sql`, so that one query gives one table. `make(name)`, when given,
+        creates the table instead of running `sql`: a faster way to the same rows, which `sql`
+        still defines (and names in the keys of results read from it)."""
+        name = f"{stem}_{hashlib.sha256(sql.encode()).hexdigest()[:12]}"
+        if name not in self._materialized:
+            self._declare(sql, name, make)
+        return name
+
+    def _declare(self, sql: str, name: str, make: Callable[[str], None] | None) -> None:
+        if self._catalog_key(sql) is None:
+            raise ValueError(f"{name}: a materialized query must read only the catalog")
+        self._materialized[name] = sql
+        if make is not None:
+            self._makers[name] = make
+
     def _make_read_tables(self, sql: str) -> None:
         """Make the `materialized` tables `sql` reads that are not made yet."""
-        for name, query in self._materialized.items():
+        for name, query in list(self._materialized.items()):
             if name not in self._made and _names(name, sql):
                 self._made.add(name)
-                self.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {query}")
+                make = self._makers.get(name)
+                try:
+                    if make is not None:
+                        make(name)
+                    else:
+                        self.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {query}")
+                except BaseException:
+                    self._made.discard(name)
+                    raise
 
     def _run(self, sql: str) -> pl.DataFrame:
         """The result of `sql` on the connection; `CatalogError` when it fails."""

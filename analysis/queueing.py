@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from ddlx.analysis.allocation import shared_steps, trace_window
 from ddlx.analysis.capacity import capacity_sources, gpu_capacity_sql
 from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
@@ -24,7 +25,6 @@ from ddlx.analysis.overview import add_time_checks
 from ddlx.analysis.sql import (
     CDF_STEP,
     GPU_BUCKET_SQL,
-    allocation_steps_sql,
     cdf_table,
     local_time_sql,
     quantile_columns_sql,
@@ -223,15 +223,18 @@ def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
     (definitions `queueing.allocated_gpus_at_submit`, `queueing.load_at_submit`).
     A tiny epsilon (1e-9 of a tenth) keeps a load exactly on a bin edge in the upper bin.
     Bin 9 holds loads in [0.9, 1], bin 10 loads above 1 (allocation above capacity)."""
+    window = trace_window(ctx)
+    steps = (f"SELECT cluster, ts, gpus FROM {shared_steps(ctx, ['cluster'], window)}" if window else
+             "SELECT NULL::VARCHAR AS cluster, NULL::DOUBLE AS ts, NULL::DOUBLE AS gpus WHERE FALSE")
     return ctx.query(f"""
-        WITH steps AS MATERIALIZED {allocation_steps_sql(ctx, ['cluster'])},
+        WITH steps AS ({steps}),
         refs AS MATERIALIZED (SELECT * FROM {load_references_sql(ctx, 'steps')} WHERE reference_gpus > 0),
         submitted AS (
             SELECT cluster, submit_time, queue_s, start_time IS NULL AS never_started
             FROM {ctx.jobs} WHERE num_gpus > 0 AND submit_time IS NOT NULL),
         at_submit AS MATERIALIZED (
             SELECT j.*, greatest(coalesce(s.gpus, 0), 0) AS allocated_gpus
-            FROM submitted j ASOF LEFT JOIN steps s ON j.cluster = s.cluster AND j.submit_time > s.t),
+            FROM submitted j ASOF LEFT JOIN steps s ON j.cluster = s.cluster AND epoch(j.submit_time) > s.ts),
         referenced AS (
             SELECT a.*, r.reference, r.reference_gpus
             FROM at_submit a JOIN (SELECT * FROM refs WHERE reference = '{PEAK}') r USING (cluster)

@@ -261,18 +261,3 @@ def allocation_events_sql(ctx: TraceContext, groups: Sequence[str] = (), where: 
         UNION ALL
         SELECT {select_groups}end_time AS t, -num_gpus AS delta_gpus FROM {ctx.jobs}
         WHERE {held} AND end_time IS NOT NULL)"""
-
-
-def allocation_steps_sql(ctx: TraceContext, groups: Sequence[str] = (), where: str = "TRUE") -> str:
-    """A FROM item: allocated GPUs as a step function, from an event sweep (no time loop).
-
-    Rows: the `groups` columns, `t` and `gpus`: GPUs allocated from `t` until the group's next `t`,
-    rounded to 1e-6 GPU so that a running sum of fractional requests returns to exact values.
-    """
-    group_list = ", ".join(groups)
-    select_groups = f"{group_list}, " if groups else ""
-    partition = f"PARTITION BY {group_list} " if groups else ""
-    return f"""(
-        SELECT {select_groups}t, round(sum(sum(delta_gpus)) OVER ({partition}ORDER BY t
-                                                                ROWS UNBOUNDED PRECEDING), 6) AS gpus
-        FROM {allocation_events_sql(ctx, groups, where)} GROUP BY {select_groups}t)"""

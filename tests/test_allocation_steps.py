@@ -1,0 +1,146 @@
+"""The step function of allocated GPUs taken in memory (`allocation._summed_steps`) against its
+definition, DuckDB's exact DECIMAL window (`allocation.integrable_steps_sql`), to the bit; the
+DOUBLE conversion of DECIMAL digits against DuckDB's own cast; and one steps table per run read
+by both the allocation and the load at submission.
+
+The references are DuckDB's: its cast of each DECIMAL, its window over the same changes. The
+dataset holds GPU requests that are not exact in binary (0.1, 0.3, 0.7), times with microseconds,
+two clusters and a job still running, so the running sums only agree where they are exact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from ddlx.analysis import allocation
+from ddlx.analysis.context import open_trace
+from ddlx.analysis.runner import run_analysis
+from ddlx.datasets.importers import import_dataset
+
+#   j1..j6 on cluster a, j7..j9 on cluster b; j4 never ends (held to the trace end when held open);
+#   j9 never starts. Changes at one instant (j2's end and j3's start) add up before they step.
+STEPS_CSV = """id,cluster,sub,st,en,g
+j1,a,2024-03-01 00:00:00,2024-03-01 00:00:10.5,2024-03-01 03:00:00.25,0.1
+j2,a,2024-03-01 00:05:00,2024-03-01 00:06:00,2024-03-01 01:00:00,0.3
+j3,a,2024-03-01 00:30:00,2024-03-01 01:00:00,2024-03-01 02:00:00.000001,0.7
+j4,a,2024-03-01 01:30:00,2024-03-01 01:45:00,,2.5
+j5,a,2024-03-01 02:00:00,2024-03-01 02:10:00,2024-03-01 02:50:00,0.1
+j6,a,2024-03-01 02:15:00,2024-03-01 02:20:00.333333,2024-03-01 04:00:00,3
+j7,b,2024-03-01 00:01:00,2024-03-01 00:02:00,2024-03-01 05:00:00,0.3
+j8,b,2024-03-01 03:00:00,2024-03-01 03:00:00,2024-03-01 03:30:00,8
+j9,b,2024-03-01 04:00:00,,,1
+"""
+STEPS_MAP = "job_id=id,cluster=cluster,submit=sub,start=st,end=en,gpus=g"
+
+
+@pytest.fixture(scope="module")
+def steps_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("steps")
+    (base / "lab.csv").write_text(STEPS_CSV)
+    import_dataset("lab", base / "lab.csv", base / "home", mapping=STEPS_MAP, time_unit="datetime", tz="UTC")
+    return base / "home"
+
+
+def test_decimal_digits_become_the_doubles_duckdb_casts_them_to() -> None:
+    rng = np.random.default_rng(7)
+    edges = np.array([2 ** 53, 2 ** 53 + 1, -(2 ** 53), -(2 ** 53) - 1, 0, 1, -1, 999_999, -999_999], dtype=np.int64)
+    digits = np.concatenate([rng.integers(-2 ** 62, 2 ** 62, 20_000), rng.integers(-2 ** 54, 2 ** 54, 20_000),
+                             rng.integers(-10 ** 9, 10 ** 9, 20_000), *(edges + k for k in range(-40, 40))])
+    con = duckdb.connect()
+    con.register("digits", pa.table({"v": digits}))
+    cast = con.sql("""SELECT CAST(CAST(v AS DECIMAL(38, 0)) * CAST(0.000001 AS DECIMAL(18, 6)) AS DOUBLE) AS d
+                      FROM digits""").to_arrow_table()["d"].to_numpy()
+    ours = allocation.duckdb_decimal_double(digits)
+    assert (ours.view(np.uint64) == cast.view(np.uint64)).all()
+    # A product with the reciprocal is not the cast: 5.15 GPUs would become 5.1499999999999995.
+    assert (digits * 1e-6 != cast).any()
+
+
+def _bits(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """`frame` sorted by `keys`, its DOUBLEs as their 64 bits."""
+    return frame.sort(keys).with_columns(pl.col(pl.Float64).cast(pl.Float64).map_batches(
+        lambda s: pl.Series(s.name, s.to_numpy().view(np.uint64))))
+
+
+@pytest.mark.parametrize("groups", [(), ("cluster",)])
+@pytest.mark.parametrize("held", [False, True])
+@pytest.mark.parametrize("window_name", ["trace", "active"])
+def test_steps_summed_in_memory_are_the_decimal_window_to_the_bit(steps_home: Path, groups: tuple[str, ...],
+                                                                  held: bool, window_name: str) -> None:
+    with open_trace(steps_home, "lab", cache=False) as ctx:
+        window = allocation.trace_window(ctx) if window_name == "trace" else allocation.active_window(ctx)
+        assert window is not None
+        holding = ctx.holding_open("job") if held else contextlib.nullcontext()
+        with holding:
+            defined = ctx.con.sql(allocation.integrable_steps_sql(ctx, groups, window)).pl()
+            summed = allocation._summed_steps(ctx, groups, window)
+    assert summed is not None
+    ours = pl.from_arrow(summed)
+    assert isinstance(ours, pl.DataFrame)
+    assert ours.schema == defined.schema
+    keys = [*groups, "x"]
+    assert _bits(ours, keys).equals(_bits(defined, keys))
+    # Not trivially equal: some running sums of 0.1, 0.3 and 0.7 are not their DOUBLE sums.
+    assert defined.height >= 10
+
+
+def test_values_beyond_64_bits_leave_the_sums_to_duckdb(tmp_path: Path) -> None:
+    # A million GPUs from day 200 to day 201 of the window: the change x time is 1.7e13
+    # GPU-seconds, 1.7e19 millionths, beyond 64 bits; one GPU held over the whole 201 days.
+    (tmp_path / "big.csv").write_text("id,sub,st,en,g\n"
+                                      "x,2024-01-01 00:00:00,2024-07-19 00:00:00,2024-07-20 00:00:00,1000000\n"
+                                      "y,2024-01-01 00:00:00,2024-01-01 00:00:00,2024-07-20 00:00:00,1\n")
+    import_dataset("big", tmp_path / "big.csv", tmp_path / "home", mapping="job_id=id,submit=sub,start=st,end=en,gpus=g",
+                   time_unit="datetime", tz="UTC")
+    with open_trace(tmp_path / "home", "big", cache=False) as ctx:
+        window = allocation.trace_window(ctx)
+        assert window is not None and window.hi - window.lo == 201 * 86400
+        assert allocation._summed_steps(ctx, (), window) is None
+        frame = allocation.allocation_vs_capacity(ctx, (), window)
+    assert frame["mean_gpus"][0] == pytest.approx((1e6 * 1 + 1 * 201) / 201, rel=1e-12)
+    assert frame["peak_gpus"][0] == 1e6 + 1
+
+
+def test_a_trace_too_large_for_memory_gives_the_same_results(steps_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    modules = ["utilization", "queueing"]
+    in_memory = run_analysis(steps_home, "lab", modules, cache=False)
+    monkeypatch.setattr(allocation, "STEPS_SUMMED_IN_MEMORY", 0)
+    in_duckdb = run_analysis(steps_home, "lab", modules, cache=False)
+    for module in modules:
+        ours, theirs = in_memory.module(module), in_duckdb.module(module)
+        assert [t.name for t in ours.tables] == [t.name for t in theirs.tables]
+        for table, other in zip(ours.tables, theirs.tables):
+            assert table.frame.equals(other.frame), (module, table.name)
+        assert [f.value for f in ours.findings] == [f.value for f in theirs.findings]
+
+
+def test_allocation_and_load_at_submission_read_one_steps_table(steps_home: Path) -> None:
+    made: list[str] = []
+    with open_trace(steps_home, "lab", cache=False) as ctx:
+        execute = ctx.execute
+
+        def counting(sql: str) -> None:
+            if sql.lstrip().startswith("CREATE OR REPLACE TEMP TABLE ddlx_steps_"):
+                made.append(sql.split()[5])
+            execute(sql)
+
+        ctx.execute = counting  # type: ignore[method-assign]
+        from ddlx.analysis import queueing
+
+        window = allocation.trace_window(ctx)
+        assert window is not None
+        per_cluster = allocation.allocation_vs_capacity(ctx, ("cluster",), window)
+        load = queueing.queueing_by_load(ctx)
+    assert len(made) == 1 and made[0].startswith("ddlx_steps_cluster_")
+    # Peak allocation of cluster b: j7 (0.3) and j8 (8) overlap from 03:00 to 03:30.
+    peaks = dict(zip(per_cluster["cluster"], per_cluster["peak_gpus"]))
+    assert peaks["b"] == pytest.approx(8.3)
+    reference = load.filter((pl.col("reference") == "peak_allocation") & (pl.col("cluster") == "b"))
+    assert reference["mean_reference_gpus"].to_list() == [peaks["b"]] * reference.height
