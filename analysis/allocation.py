@@ -554,9 +554,12 @@ steps AS ({steps}),
 {_capacity_cte(ctx, groups, capacity_sources(ctx))},
 keys AS ({_keys_sql(groups)}),
 whole AS (SELECT keys.*, hi - lo AS span FROM keys, win),
+last_steps AS (
+    SELECT {_select_groups(groups)}arg_max(gpus, x) AS gpus, arg_max(moment, x) AS moment
+    FROM steps, win WHERE x <= hi - lo GROUP BY ALL),
 totals AS (
     SELECT w.*, {_integral_sql('w.span')} / nullif(w.span, 0) AS mean_gpus, coalesce(s.gpus, 0) AS end_gpus
-    FROM whole w ASOF LEFT JOIN steps s ON {_same_groups('w', 's', groups)} AND s.x <= w.span),
+    FROM whole w LEFT JOIN last_steps s ON {_same_groups('w', 's', groups)}),
 peaks AS (
     SELECT {_select_groups(groups)}max(gpus) AS peak_gpus FROM steps, win WHERE x < hi - lo GROUP BY ALL),
 piece_start AS (

@@ -114,16 +114,19 @@ def _all_first(frame: pl.DataFrame, column: str = "gpu_bucket") -> pl.DataFrame:
     return pl.concat([frame.filter(pl.col(column) == ALL), sort_buckets(frame.filter(pl.col(column) != ALL), column)])
 
 
-def bucket_counts_sql(observations: str) -> str:
+def bucket_counts_sql(observations: str, per_bucket: bool = True) -> str:
     """The run-time reduction per GPU bucket, over `observations` (`observations_sql` rows): per
     bucket (and over all jobs, 'all') and distinct observed time (NULL for untimed jobs), the jobs
     that ended there (`finished_n`), those censored there (`censored_n`) and all (`all_n`). Counts
     of distinct values merge by addition, so every quantile, CDF and Kaplan-Meier figure is exact
-    from them; SQL written once (DuckDB's dialect; `ddlx.analysis.engines` runs it on Spark)."""
+    from them; SQL written once (DuckDB's dialect; `ddlx.analysis.engines` runs it on Spark).
+    `per_bucket` False: the 'all' rows alone."""
+    counts = """time_s, count(*) FILTER (WHERE finished) AS finished_n,
+               count(*) FILTER (WHERE NOT finished) AS censored_n, count(*) AS all_n"""
+    if not per_bucket:
+        return f"SELECT '{ALL}' AS gpu_bucket, {counts} FROM {observations} GROUP BY time_s"
     return f"""
-        SELECT CASE WHEN grouping(gpu_bucket) = 1 THEN '{ALL}' ELSE gpu_bucket END AS gpu_bucket, time_s,
-               count(*) FILTER (WHERE finished) AS finished_n,
-               count(*) FILTER (WHERE NOT finished) AS censored_n, count(*) AS all_n
+        SELECT CASE WHEN grouping(gpu_bucket) = 1 THEN '{ALL}' ELSE gpu_bucket END AS gpu_bucket, {counts}
         FROM {observations} GROUP BY GROUPING SETS ((gpu_bucket, time_s), (time_s))"""
 
 
@@ -145,10 +148,11 @@ class RunTimeCounts:
     by_state: str
 
     @classmethod
-    def inline(cls, ctx: TraceContext, trace_end_s: float | None) -> "RunTimeCounts":
-        """The counts as subqueries of the catalog's jobs (computed where they are read)."""
+    def inline(cls, ctx: TraceContext, trace_end_s: float | None, per_bucket: bool = True) -> "RunTimeCounts":
+        """The counts as subqueries of the catalog's jobs (computed where they are read); with
+        `per_bucket` False, those over all jobs alone (`bucket_counts_sql`)."""
         observations = observations_sql(ctx, trace_end_s)
-        return cls(f"({bucket_counts_sql(observations)})", f"({state_counts_sql(observations)})")
+        return cls(f"({bucket_counts_sql(observations, per_bucket)})", f"({state_counts_sql(observations)})")
 
 
 @contextmanager
@@ -369,7 +373,8 @@ def _held_open(ctx: TraceContext, trace_end_s: float | None,
     if not left_out:
         return None
     with ctx.holding_open("job"):
-        summary = _bucket_summary(_bucket_cdf_query(ctx, RunTimeCounts.inline(ctx, trace_end_s), probabilities,
+        counts = RunTimeCounts.inline(ctx, trace_end_s, per_bucket=False)
+        summary = _bucket_summary(_bucket_cdf_query(ctx, counts, probabilities,
                                                      keep="durations_held_open"))
     row = summary.filter(pl.col("gpu_bucket") == ALL).row(0, named=True)
     return {"km_p50_s": row["km_p50_s"], "km_p90_s": row["km_p90_s"], "left_out": left_out}

@@ -97,8 +97,8 @@ def test_values_beyond_64_bits_leave_the_sums_to_duckdb(tmp_path: Path) -> None:
     (tmp_path / "big.csv").write_text("id,sub,st,en,g\n"
                                       "x,2024-01-01 00:00:00,2024-07-19 00:00:00,2024-07-20 00:00:00,1000000\n"
                                       "y,2024-01-01 00:00:00,2024-01-01 00:00:00,2024-07-20 00:00:00,1\n")
-    import_dataset("big", tmp_path / "big.csv", tmp_path / "home", mapping="job_id=id,submit=sub,start=st,end=en,gpus=g",
-                   time_unit="datetime", tz="UTC")
+    import_dataset("big", tmp_path / "big.csv", tmp_path / "home", time_unit="datetime", tz="UTC",
+                   mapping="job_id=id,submit=sub,start=st,end=en,gpus=g")
     with open_trace(tmp_path / "home", "big", cache=False) as ctx:
         window = allocation.trace_window(ctx)
         assert window is not None and window.hi - window.lo == 201 * 86400
