@@ -224,9 +224,6 @@ _SCALE = 6
 #: Largest sum of absolute values the in-memory running sums take in 64-bit integers.
 _SUMMABLE = 2.0 ** 62
 
-#: Rows per Arrow batch when the changes are read into memory.
-_FETCH_ROWS = 1 << 20
-
 
 def duckdb_decimal_double(unscaled: np.ndarray, scale: int = _SCALE) -> np.ndarray:
     """The DOUBLEs DuckDB's cast gives for the DECIMALs of `scale` whose digits are the 64-bit
@@ -247,11 +244,10 @@ def _summed_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> p
     jobs = ctx.one_row(f"SELECT count(*) AS n FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)}")["n"]
     if 2 * jobs > STEPS_SUMMED_IN_MEMORY:
         return None
-    batches = ctx.batches(f"""
+    changes = ctx.arrow(f"""
         SELECT {_select_groups(groups)}ts, x, CAST(delta AS DECIMAL(18, {_SCALE})) AS delta,
                CAST(delta * x AS DECIMAL(38, {_SCALE})) AS delta_x
-        FROM {_step_changes_sql(ctx, groups, window)}""", _FETCH_ROWS)
-    changes = pa.Table.from_batches(list(batches))
+        FROM {_step_changes_sql(ctx, groups, window)}""")
     delta, delta_x = _decimal_digits(changes["delta"]), _decimal_digits(changes["delta_x"])
     if delta is None or delta_x is None or max(np.abs(delta.astype(np.float64)).sum(),
                                                np.abs(delta_x.astype(np.float64)).sum()) >= _SUMMABLE:

@@ -259,6 +259,15 @@ class TraceContext:
                     raise self._failed(exc) from None
                 yield batch
 
+    def arrow(self, sql: str) -> pa.Table:
+        """The whole result of `sql` as an Arrow table, never kept (for rows taken on in memory);
+        errors as `query`."""
+        self._make_read_tables(sql)
+        try:
+            return self.con.sql(sql).to_arrow_table()
+        except duckdb.Error as exc:
+            raise self._failed(exc) from None
+
     def execute(self, sql: str) -> None:
         """Run a statement that returns nothing to keep (e.g. CREATE TEMP TABLE); errors as `query`."""
         self._make_read_tables(sql)

@@ -12,7 +12,8 @@ of `ddlx.analysis.trace_parts`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import polars as pl
 
@@ -216,25 +217,70 @@ def load_references_sql(ctx: TraceContext, steps: str) -> str:
     return "(" + " UNION ALL ".join(parts) + ")"
 
 
+#: Most GPU submissions plus allocation steps whose as-of lookup is done in memory (Polars, on
+#: times sorted once); a larger trace leaves it to DuckDB's as-of join, within its memory limit.
+LOAD_LOOKUP_ROWS = 6_000_000
+
+
 def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
     """GPU jobs binned by their cluster's load at submission (tenths of each reference: capacity
     where the trace documents it, and the peak allocation), with queueing-delay quantiles (s) and
     allocated GPUs per reference, cluster and bin, and per reference and bin over all clusters
     (definitions `queueing.allocated_gpus_at_submit`, `queueing.load_at_submit`).
     A tiny epsilon (1e-9 of a tenth) keeps a load exactly on a bin edge in the upper bin.
-    Bin 9 holds loads in [0.9, 1], bin 10 loads above 1 (allocation above capacity)."""
+    Bin 9 holds loads in [0.9, 1], bin 10 loads above 1 (allocation above capacity).
+    `_load_sql` defines the rows; up to `LOAD_LOOKUP_ROWS` the allocated GPUs at each submission
+    are looked up in memory (`_allocated_at_submission`), the same rows faster."""
     window = trace_window(ctx)
     steps = (f"SELECT cluster, ts, gpus FROM {shared_steps(ctx, ['cluster'], window)}" if window else
              "SELECT NULL::VARCHAR AS cluster, NULL::DOUBLE AS ts, NULL::DOUBLE AS gpus WHERE FALSE")
-    return ctx.query(f"""
+    submitted = f"""SELECT cluster, submit_time, queue_s, start_time IS NULL AS never_started
+                    FROM {ctx.jobs} WHERE num_gpus > 0 AND submit_time IS NOT NULL"""
+    looked_up = """SELECT j.*, greatest(coalesce(s.gpus, 0), 0) AS allocated_gpus
+                   FROM submitted j ASOF LEFT JOIN steps s ON j.cluster = s.cluster AND epoch(j.submit_time) > s.ts"""
+    defining = _load_sql(ctx, steps, submitted, looked_up)
+
+    def compute() -> pl.DataFrame:
+        rows = ctx.one_row(f"SELECT (SELECT count(*) FROM ({submitted})) + (SELECT count(*) FROM ({steps})) AS n")["n"]
+        if rows > LOAD_LOOKUP_ROWS:
+            return ctx.query(defining)
+        with _allocated_at_submission(ctx, steps, submitted) as at_submit:
+            return ctx.query(_load_sql(ctx, steps, submitted, f"SELECT * FROM {at_submit}"))
+
+    return ctx.computed(defining, compute)
+
+
+@contextmanager
+def _allocated_at_submission(ctx: TraceContext, steps: str, submitted: str) -> Iterator[str]:
+    """The rows of `submitted` with `allocated_gpus` (`queueing.allocated_gpus_at_submit`: the GPUs
+    of the cluster's last allocation step strictly before the submission, 0 without one), sorted by
+    cluster and submission time, as a frame of the connection within the block; yields its name."""
+    jobs = pl.from_arrow(ctx.arrow(f"SELECT *, epoch(submit_time) AS submit_s FROM ({submitted})"))
+    levels = pl.from_arrow(ctx.arrow(steps))
+    assert isinstance(jobs, pl.DataFrame) and isinstance(levels, pl.DataFrame)
+    found = jobs.sort("submit_s").join_asof(levels.sort("ts"), left_on="submit_s", right_on="ts", by="cluster",
+                                           strategy="backward", allow_exact_matches=False, check_sortedness=False)
+    held = pl.max_horizontal(pl.col("gpus").fill_null(0.0), 0.0)
+    gpus = pl.when(pl.col("cluster").is_null()).then(0.0).otherwise(held)
+    frame = found.select(*jobs.columns[:-1], gpus.alias("allocated_gpus")).sort("cluster", "submit_time",
+                                                                                 nulls_last=True, maintain_order=True)
+    name = "ddlx_queueing_at_submit"
+    ctx.con.register(name, frame.to_arrow())
+    try:
+        yield name
+    finally:
+        ctx.con.unregister(name)
+
+
+def _load_sql(ctx: TraceContext, steps: str, submitted: str, at_submit: str) -> str:
+    """The query of `queueing_by_load`: `steps` (cluster, ts, gpus), `submitted` (the GPU jobs with
+    a submission) and `at_submit` (those with `allocated_gpus`, reading the CTEs `submitted` and
+    `steps` or not)."""
+    return f"""
         WITH steps AS ({steps}),
         refs AS MATERIALIZED (SELECT * FROM {load_references_sql(ctx, 'steps')} WHERE reference_gpus > 0),
-        submitted AS (
-            SELECT cluster, submit_time, queue_s, start_time IS NULL AS never_started
-            FROM {ctx.jobs} WHERE num_gpus > 0 AND submit_time IS NOT NULL),
-        at_submit AS MATERIALIZED (
-            SELECT j.*, greatest(coalesce(s.gpus, 0), 0) AS allocated_gpus
-            FROM submitted j ASOF LEFT JOIN steps s ON j.cluster = s.cluster AND epoch(j.submit_time) > s.ts),
+        submitted AS ({submitted}),
+        at_submit AS MATERIALIZED ({at_submit}),
         referenced AS (
             SELECT a.*, r.reference, r.reference_gpus
             FROM at_submit a JOIN (SELECT * FROM refs WHERE reference = '{PEAK}') r USING (cluster)
@@ -257,7 +303,7 @@ def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
                max(allocated_gpus) AS max_allocated_gpus,
                CASE WHEN grouping(cluster) = 0 THEN avg(reference_gpus) END AS mean_reference_gpus
         FROM binned GROUP BY GROUPING SETS ((reference, cluster, load_bin), (reference, load_bin))
-        ORDER BY reference, grouping(cluster), cluster, load_bin""", keep="queueing_by_load")
+        ORDER BY reference, grouping(cluster), cluster, load_bin"""
 
 
 def analyze(ctx: TraceContext) -> ModuleResult:

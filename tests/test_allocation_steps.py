@@ -19,7 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from ddlx.analysis import allocation
+from ddlx.analysis import allocation, queueing
 from ddlx.analysis.context import open_trace
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.importers import import_dataset
@@ -108,10 +108,12 @@ def test_values_beyond_64_bits_leave_the_sums_to_duckdb(tmp_path: Path) -> None:
     assert frame["peak_gpus"][0] == 1e6 + 1
 
 
-def test_a_trace_too_large_for_memory_gives_the_same_results(steps_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("limit", [(allocation, "STEPS_SUMMED_IN_MEMORY"), (queueing, "LOAD_LOOKUP_ROWS")])
+def test_a_trace_too_large_for_memory_gives_the_same_results(steps_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             limit: tuple[object, str]) -> None:
     modules = ["utilization", "queueing"]
     in_memory = run_analysis(steps_home, "lab", modules, cache=False)
-    monkeypatch.setattr(allocation, "STEPS_SUMMED_IN_MEMORY", 0)
+    monkeypatch.setattr(*limit, 0)
     in_duckdb = run_analysis(steps_home, "lab", modules, cache=False)
     for module in modules:
         ours, theirs = in_memory.module(module), in_duckdb.module(module)
@@ -119,6 +121,26 @@ def test_a_trace_too_large_for_memory_gives_the_same_results(steps_home: Path, m
         for table, other in zip(ours.tables, theirs.tables):
             assert table.frame.equals(other.frame), (module, table.name)
         assert [f.value for f in ours.findings] == [f.value for f in theirs.findings]
+
+
+def test_load_at_submission_looked_up_in_memory(steps_home: Path) -> None:
+    with open_trace(steps_home, "lab", cache=False) as ctx:
+        load = queueing.queueing_by_load(ctx)
+    peak = load.filter(pl.col("reference") == "peak_allocation")
+    by_cluster = {c: peak.filter(pl.col("cluster") == c) for c in ("a", "b")}
+    # Cluster b peaks at 8.3 GPUs. j7 (00:01) sees nothing yet: 0 GPUs, bin 0. j8 (03:00) sees 0.3 GPUs
+    # (j7), not its own start at that instant: bin 0. j9 (04:00) sees 0.3 GPUs: bin 0.
+    b = by_cluster["b"].row(0, named=True)
+    assert (b["load_bin"], b["jobs"], b["min_allocated_gpus"], b["max_allocated_gpus"]) == (0, 3, 0.0, 0.3)
+    # Cluster a: j1 (00:00) 0; j2 (00:05) 0.1; j3 (00:30) 0.1 + 0.3; j4 (01:30) j1 + j3 = 0.8 (j2 ended
+    # at 01:00, when j3 started); j5 (02:00) j1 + j3 + j4 = 3.3, j3 ends at 02:00:00.000001; j6 (02:15)
+    # j1 + j4 + j5 = 2.7. Peak 5.7 (j1 + j4 + j5 + j6 from 02:20:00.333333 to 02:50).
+    assert by_cluster["a"]["jobs"].sum() == 6
+    a_rows = {row["load_bin"]: row for row in by_cluster["a"].iter_rows(named=True)}
+    assert a_rows[5]["jobs"] == 1 and a_rows[5]["min_allocated_gpus"] == pytest.approx(3.3)  # 3.3 / 5.7 = 0.58
+    assert a_rows[4]["jobs"] == 1 and a_rows[4]["min_allocated_gpus"] == pytest.approx(2.7)  # 2.7 / 5.7 = 0.47
+    assert a_rows[1]["jobs"] == 1 and a_rows[1]["min_allocated_gpus"] == pytest.approx(0.8)  # 0.14
+    assert a_rows[0]["jobs"] == 3 and a_rows[0]["max_allocated_gpus"] == pytest.approx(0.4)
 
 
 def test_allocation_and_load_at_submission_read_one_steps_table(steps_home: Path) -> None:
@@ -132,8 +154,6 @@ def test_allocation_and_load_at_submission_read_one_steps_table(steps_home: Path
             execute(sql)
 
         ctx.execute = counting  # type: ignore[method-assign]
-        from ddlx.analysis import queueing
-
         window = allocation.trace_window(ctx)
         assert window is not None
         per_cluster = allocation.allocation_vs_capacity(ctx, ("cluster",), window)
