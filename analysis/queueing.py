@@ -262,8 +262,9 @@ def _allocated_at_submission(ctx: TraceContext, steps: str, submitted: str) -> I
                                            strategy="backward", allow_exact_matches=False, check_sortedness=False)
     held = pl.max_horizontal(pl.col("gpus").fill_null(0.0), 0.0)
     gpus = pl.when(pl.col("cluster").is_null()).then(0.0).otherwise(held)
-    frame = found.select(*jobs.columns[:-1], gpus.alias("allocated_gpus")).sort("cluster", "submit_time",
-                                                                                 nulls_last=True, maintain_order=True)
+    columns = [c for c in jobs.columns if c != "submit_s"]
+    frame = found.select(*columns, gpus.alias("allocated_gpus")).sort("cluster", "submit_time", nulls_last=True,
+                                                                      maintain_order=True)
     name = "ddlx_queueing_at_submit"
     ctx.con.register(name, frame.to_arrow())
     try:
