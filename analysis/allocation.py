@@ -25,8 +25,8 @@ inside the queries (`Window`, `x`: seconds since the window start) and UTC times
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -292,15 +292,10 @@ def materialized(ctx: TraceContext, sql: str, stem: str) -> AbstractContextManag
     return ctx.materialized(sql, f"ddlx_utilization_{stem}")
 
 
-@contextmanager
-def registered(ctx: TraceContext, frame: pl.DataFrame | pa.Table, stem: str) -> Iterator[str]:
-    """`frame` as a view of the connection for the duration of the block; yields its name."""
-    name = f"ddlx_utilization_{stem}"
-    ctx.con.register(name, frame)
-    try:
-        yield name
-    finally:
-        ctx.con.unregister(name)
+def registered(ctx: TraceContext, frame: pl.DataFrame | pa.Table, stem: str) -> AbstractContextManager[str]:
+    """`frame` as a view of the connection for the duration of the block (`TraceContext.registered`);
+    yields its name."""
+    return ctx.registered(frame, f"ddlx_utilization_{stem}")
 
 
 def _keys_sql(groups: Sequence[str]) -> str:

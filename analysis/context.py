@@ -259,6 +259,16 @@ class TraceContext:
                     raise self._failed(exc) from None
                 yield batch
 
+    @contextlib.contextmanager
+    def registered(self, frame: pl.DataFrame | pa.Table, name: str) -> Iterator[str]:
+        """`frame` as the view `name` of the connection within the block (an object of the run,
+        never kept); yields `name`."""
+        self.con.register(name, frame)
+        try:
+            yield name
+        finally:
+            self.con.unregister(name)
+
     def arrow(self, sql: str) -> pa.Table:
         """The whole result of `sql` as an Arrow table, never kept (for rows taken on in memory);
         errors as `query`."""

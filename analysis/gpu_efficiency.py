@@ -459,11 +459,8 @@ def _timeline_slices(ctx: TraceContext, low: int | None, high: int | None) -> No
 
 def _insert(ctx: TraceContext, table: str, rows: Any) -> None:
     """Add the Arrow table `rows` (columns named as `table`'s) to the temporary table `table`."""
-    ctx.con.register("ge_incoming", rows)
-    try:
-        ctx.execute(f"INSERT INTO {table} BY NAME SELECT * FROM ge_incoming")
-    finally:
-        ctx.con.unregister("ge_incoming")
+    with ctx.registered(rows, "ge_incoming") as incoming:
+        ctx.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {incoming}")
 
 
 def _hours_sql(condition: str) -> str:
@@ -529,15 +526,12 @@ def jobs_table(ctx: TraceContext, primary: str) -> pl.DataFrame:
 
 def grouped_table(ctx: TraceContext, jobs: pl.DataFrame, key: str) -> pl.DataFrame:
     """Per user (`key` = "user") or group (`key` = "vc"): jobs and the measures over their samples."""
-    ctx.con.register("ge_jobs_frame", jobs.select("cluster", "job_id", key).to_arrow())
-    try:
+    with ctx.registered(jobs.select("cluster", "job_id", key).to_arrow(), "ge_jobs_frame") as frame:
         return ctx.query(f"""
             SELECT f.{key}, count(DISTINCT (a.cluster, a.job_id)) AS jobs, {_measures()}
-            FROM ge_cells a JOIN ge_jobs_frame f
+            FROM ge_cells a JOIN {frame} f
               ON f.job_id = a.job_id AND f.cluster IS NOT DISTINCT FROM a.cluster
             GROUP BY f.{key} ORDER BY idle_gpu_hours DESC, f.{key} NULLS LAST""")
-    finally:
-        ctx.con.unregister("ge_jobs_frame")
 
 
 def by_hour(ctx: TraceContext, primary: str) -> pl.DataFrame:

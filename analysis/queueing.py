@@ -12,8 +12,7 @@ of `ddlx.analysis.trace_parts`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -244,17 +243,17 @@ def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
         rows = ctx.one_row(f"SELECT (SELECT count(*) FROM ({submitted})) + (SELECT count(*) FROM ({steps})) AS n")["n"]
         if rows > LOAD_LOOKUP_ROWS:
             return ctx.query(defining)
-        with _allocated_at_submission(ctx, steps, submitted) as at_submit:
+        found = _allocated_at_submission(ctx, steps, submitted).to_arrow()
+        with ctx.registered(found, "ddlx_queueing_at_submit") as at_submit:
             return ctx.query(_load_sql(ctx, steps, submitted, f"SELECT * FROM {at_submit}"))
 
     return ctx.computed(defining, compute)
 
 
-@contextmanager
-def _allocated_at_submission(ctx: TraceContext, steps: str, submitted: str) -> Iterator[str]:
+def _allocated_at_submission(ctx: TraceContext, steps: str, submitted: str) -> pl.DataFrame:
     """The rows of `submitted` with `allocated_gpus` (`queueing.allocated_gpus_at_submit`: the GPUs
     of the cluster's last allocation step strictly before the submission, 0 without one), sorted by
-    cluster and submission time, as a frame of the connection within the block; yields its name."""
+    cluster and submission time."""
     jobs = pl.from_arrow(ctx.arrow(f"SELECT *, epoch(submit_time) AS submit_s FROM ({submitted})"))
     levels = pl.from_arrow(ctx.arrow(steps))
     assert isinstance(jobs, pl.DataFrame) and isinstance(levels, pl.DataFrame)
@@ -263,14 +262,8 @@ def _allocated_at_submission(ctx: TraceContext, steps: str, submitted: str) -> I
     held = pl.max_horizontal(pl.col("gpus").fill_null(0.0), 0.0)
     gpus = pl.when(pl.col("cluster").is_null()).then(0.0).otherwise(held)
     columns = [c for c in jobs.columns if c != "submit_s"]
-    frame = found.select(*columns, gpus.alias("allocated_gpus")).sort("cluster", "submit_time", nulls_last=True,
-                                                                      maintain_order=True)
-    name = "ddlx_queueing_at_submit"
-    ctx.con.register(name, frame.to_arrow())
-    try:
-        yield name
-    finally:
-        ctx.con.unregister(name)
+    return found.select(*columns, gpus.alias("allocated_gpus")).sort("cluster", "submit_time", nulls_last=True,
+                                                                     maintain_order=True)
 
 
 def _load_sql(ctx: TraceContext, steps: str, submitted: str, at_submit: str) -> str:
