@@ -522,8 +522,9 @@ def allocation_vs_capacity(ctx: TraceContext, groups: Sequence[str] = ("cluster"
     jobs without an end), `capacity_gpus` (time-weighted mean capacity over the
     part of the window it covers, `capacity_covered_s`), `mean_share`, `peak_share`. Exact for
     capacities that change over time: the integral is read at every capacity change, and the
-    peak share is taken at every allocation change and every capacity change. Kept between runs
-    (the steps are a temporary table while it is computed: a materialized CTE takes more memory).
+    peak share is taken at every allocation change and every capacity change. Kept between runs.
+    The steps are the run's shared table (`shared_steps`); where they fit in memory, the step in
+    force at each instant looked up is found there (`_looked_up_steps`), else by ASOF joins.
     """
     window = window or observation_window(ctx)
     if window is None:
@@ -531,26 +532,86 @@ def allocation_vs_capacity(ctx: TraceContext, groups: Sequence[str] = ("cluster"
 
     def compute() -> pl.DataFrame:
         steps = shared_steps(ctx, groups, window)
-        return ctx.query(_allocation_vs_capacity_sql(ctx, groups, window, f"(SELECT * FROM {steps})"))
+        looked_up = _looked_up_steps(ctx, groups, window, steps)
+        if looked_up is None:
+            return ctx.query(_allocation_vs_capacity_sql(ctx, groups, window, f"(SELECT * FROM {steps})"))
+        last, pieces = looked_up
+        with registered(ctx, last, "last_steps") as last_name, registered(ctx, pieces, "pieces") as pieces_name:
+            return ctx.query(_allocation_vs_capacity_sql(ctx, groups, window, f"(SELECT * FROM {steps})",
+                                                         (last_name, pieces_name)))
 
     described = _allocation_vs_capacity_sql(ctx, groups, window, integrable_steps_sql(ctx, groups, window))
     return ctx.cache.frames("allocation_vs_capacity", [described], compute)
 
 
-def _allocation_vs_capacity_sql(ctx: TraceContext, groups: Sequence[str], window: Window, steps: str) -> str:
-    """The query of `allocation_vs_capacity` over `steps` (`integrable_steps_sql`, or a table of it)."""
-    return f"""
-WITH {window.cte()},
-steps AS ({steps}),
-{_capacity_cte(ctx, groups, capacity_sources(ctx))},
-keys AS ({_keys_sql(groups)}),
-whole AS (SELECT keys.*, hi - lo AS span FROM keys, win),
+def _looked_up_steps(ctx: TraceContext, groups: Sequence[str], window: Window,
+                     steps: str) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """What `_allocation_vs_capacity_sql` reads of the steps table `steps` by ASOF joins, found in
+    memory; None when it holds more than `STEPS_SUMMED_IN_MEMORY` rows.
+
+    Returns two frames: per group, the step in force at the window end (`gpus`, `moment`) and the
+    largest `gpus` before it (`peak_gpus`); per capacity piece (the `groups`, `source`, `a`, `b`,
+    `capacity` of `_capacity_cte`), the step in force at `a` (`gpus_a`, `moment_a`) and at `b`
+    (`gpus_b`, `moment_b`), NULL before the group's first step, and `piece_peak_gpus`, the largest
+    `gpus` of the steps before the window end that fall in the piece (the piece of the latest
+    start at or before the step, where the step is before its end). No arithmetic on the values
+    is done here: the query takes them on as it takes the joined steps.
+    """
+    if ctx.one_row(f"SELECT count(*) AS n FROM {steps}")["n"] > STEPS_SUMMED_IN_MEMORY:
+        return None
+    span = window.hi - window.lo  # as the queries' hi - lo: the same two DOUBLEs subtracted
+    frame = pl.from_arrow(ctx.arrow(f"SELECT {_select_groups(groups)}x, gpus, moment FROM {steps}"))
+    cap = ctx.query(f"WITH {window.cte()}, {_capacity_cte(ctx, groups, capacity_sources(ctx))} SELECT * FROM cap")
+    assert isinstance(frame, pl.DataFrame)
+    frame = frame.sort("x", maintain_order=True)
+    by = list(groups) or None
+    before_end = frame.filter(pl.col("x") < span)
+    ends = frame.filter(pl.col("x") <= span)
+    last_columns = [pl.col("gpus").last(), pl.col("moment").last()]
+    if groups:
+        last = ends.group_by(list(groups), maintain_order=True).agg(*last_columns)
+        peaks = before_end.group_by(list(groups)).agg(pl.col("gpus").max().alias("peak_gpus"))
+        last = last.join(peaks, on=list(groups), how="full", coalesce=True, nulls_equal=True)
+    else:
+        final = ends.tail(1).to_dicts() or [{"gpus": None, "moment": None}]
+        last = pl.DataFrame({"gpus": [final[0]["gpus"]], "moment": [final[0]["moment"]],
+                             "peak_gpus": [before_end["gpus"].max()]},
+                            schema={"gpus": pl.Float64, "moment": pl.Float64, "peak_gpus": pl.Float64})
+    if cap.is_empty():
+        pieces = cap.with_columns(*(pl.lit(None, pl.Float64).alias(c) for c in
+                                    ("gpus_a", "moment_a", "gpus_b", "moment_b", "piece_peak_gpus")))
+        return last, pieces
+    cap = cap.with_row_index("piece")
+    at = frame.select(*groups, "x", "gpus", "moment")
+
+    def step_at(point: str, suffix: str) -> pl.DataFrame:
+        found = cap.sort(point).join_asof(at, left_on=point, right_on="x", by=by, strategy="backward",
+                                          check_sortedness=False)
+        return found.select("piece", pl.col("gpus").alias(f"gpus_{suffix}"), pl.col("moment").alias(f"moment_{suffix}"))
+
+    in_piece = []
+    for source in cap["source"].unique(maintain_order=True):
+        starts = cap.filter(pl.col("source") == source).sort("a").select(*groups, "piece", "a", "b")
+        placed = before_end.join_asof(starts, left_on="x", right_on="a", by=by, strategy="backward",
+                                      check_sortedness=False)
+        in_piece.append(placed.filter(pl.col("x") < pl.col("b")).group_by("piece")
+                        .agg(pl.col("gpus").max().alias("piece_peak_gpus")))
+    peaks_in_pieces = pl.concat(in_piece)
+    pieces = (cap.join(step_at("a", "a"), on="piece", how="left").join(step_at("b", "b"), on="piece", how="left")
+              .join(peaks_in_pieces, on="piece", how="left").sort("piece").drop("piece"))
+    return last, pieces
+
+
+def _allocation_vs_capacity_sql(ctx: TraceContext, groups: Sequence[str], window: Window, steps: str,
+                                looked_up: tuple[str, str] | None = None) -> str:
+    """The query of `allocation_vs_capacity` over `steps` (`integrable_steps_sql`, or a table of
+    it); with `looked_up`, the names of `_looked_up_steps`'s two frames, the steps in force at each
+    instant are read from them instead of ASOF joins on `steps`."""
+    if looked_up is None:
+        lookups = f"""
 last_steps AS (
     SELECT {_select_groups(groups)}arg_max(gpus, x) AS gpus, arg_max(moment, x) AS moment
     FROM steps, win WHERE x <= hi - lo GROUP BY ALL),
-totals AS (
-    SELECT w.*, {_integral_sql('w.span')} / nullif(w.span, 0) AS mean_gpus, coalesce(s.gpus, 0) AS end_gpus
-    FROM whole w LEFT JOIN last_steps s ON {_same_groups('w', 's', groups)}),
 peaks AS (
     SELECT {_select_groups(groups)}max(gpus) AS peak_gpus FROM steps, win WHERE x < hi - lo GROUP BY ALL),
 piece_start AS (
@@ -564,7 +625,30 @@ step_shares AS (
     FROM (SELECT steps.*, src.source FROM steps, win, (SELECT DISTINCT source FROM cap) src
           WHERE steps.x < hi - lo) s
     ASOF JOIN cap c ON {_same_groups('s', 'c', groups)} AND s.source = c.source AND c.a <= s.x
-    WHERE s.x < c.b GROUP BY ALL),
+    WHERE s.x < c.b GROUP BY ALL),"""
+    else:
+        last, looked_pieces = looked_up
+        capacity_columns = ", ".join([*groups, "source", "a", "b", "capacity"])
+        lookups = f"""
+last_steps AS (SELECT {_select_groups(groups)}gpus, moment FROM {last} WHERE gpus IS NOT NULL),
+peaks AS (SELECT {_select_groups(groups)}peak_gpus FROM {last} WHERE peak_gpus IS NOT NULL),
+pieces AS (
+    SELECT {capacity_columns}, gpus_at_a, gs_a, {_integral_sql('b', 'p')} - gs_a AS gs
+    FROM (SELECT *, coalesce(gpus_a, 0) AS gpus_at_a, coalesce(gpus_a * a - moment_a, 0) AS gs_a,
+                 gpus_b AS gpus, moment_b AS moment
+          FROM {looked_pieces}) p),
+step_shares AS (
+    SELECT {_select_groups(groups)}source, max(piece_peak_gpus / capacity) AS share
+    FROM {looked_pieces} WHERE piece_peak_gpus IS NOT NULL GROUP BY ALL),"""
+    return f"""
+WITH {window.cte()},
+steps AS ({steps}),
+{_capacity_cte(ctx, groups, capacity_sources(ctx))},
+keys AS ({_keys_sql(groups)}),
+whole AS (SELECT keys.*, hi - lo AS span FROM keys, win),{lookups}
+totals AS (
+    SELECT w.*, {_integral_sql('w.span')} / nullif(w.span, 0) AS mean_gpus, coalesce(s.gpus, 0) AS end_gpus
+    FROM whole w LEFT JOIN last_steps s ON {_same_groups('w', 's', groups)}),
 shares AS (
     SELECT {_select_groups(groups)}source, sum(b - a) AS capacity_covered_s,
            sum(capacity * (b - a)) / sum(b - a) AS capacity_gpus,

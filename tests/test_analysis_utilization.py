@@ -249,6 +249,69 @@ def test_shares_follow_the_capacity_of_each_day(helios_home: Path) -> None:
     assert "allocated GPUs per gpu_type" in skipped(result)
 
 
+# Venus again, with no capacity for local day 06-02 (vcA 4 and vcB 4 on 06-01, vcA 2 and vcB 4 on 06-03):
+#   g1 vcA 2 GPUs 06-01 22:00 -> 06-03 02:00; g2 vcB 8 GPUs 06-02 12:00 -> 13:00, when no capacity is
+#   known; g3 vcB 4 GPUs from 06-03 00:00, the instant the capacity of 06-03 starts, to 01:00.
+HELIOS_GAP_FILES = {
+    "Venus/cluster_log.csv": [
+        HELIOS_HEADER,
+        "g1,u1,vcA,2,8,1,COMPLETED,2020-06-01 22:00:00,2020-06-01 22:00:00,2020-06-03 02:00:00,100800,0",
+        "g2,u2,vcB,8,8,1,COMPLETED,2020-06-02 12:00:00,2020-06-02 12:00:00,2020-06-02 13:00:00,3600,0",
+        "g3,u2,vcB,4,8,1,COMPLETED,2020-06-03 00:00:00,2020-06-03 00:00:00,2020-06-03 01:00:00,3600,0",
+    ],
+    "Venus/cluster_gpu_number.csv": ["date,vcA,vcB,total", "2020-06-01,4,4,8", "2020-06-03,2,4,6"],
+}
+
+
+@pytest.fixture(scope="module")
+def helios_gap_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("helios_gap")
+    for name, lines in HELIOS_GAP_FILES.items():
+        (base / "release" / name).parent.mkdir(parents=True, exist_ok=True)
+        (base / "release" / name).write_text("\n".join(lines) + "\n")
+    ingest("helios", base / "release", base / "home")
+    return base / "home"
+
+
+@pytest.fixture(params=["helios_home", "helios_gap_home"])
+def capacity_home(request: pytest.FixtureRequest) -> Path:
+    return request.getfixturevalue(request.param)
+
+
+def test_a_gap_in_capacity_counts_no_share(helios_gap_home: Path) -> None:
+    with open_trace(helios_gap_home, "helios", cache=False) as ctx:
+        window = allocation.trace_window(ctx)
+        assert window is not None
+        venus = allocation.allocation_vs_capacity(ctx, ("cluster",), window).row(0, named=True)
+    # Covered: 06-01 22:00-24:00 (8 GPUs, 2 held) and 06-03 00:00-02:00 (6 GPUs; 6 held for 1 h, then 2).
+    # The 10 GPUs held on 06-02 fall in no piece; the peak is 6 of 6 at the start of 06-03.
+    assert venus["capacity_covered_s"] == 4 * 3600
+    assert venus["capacity_gpus"] == pytest.approx(7.0)
+    assert venus["mean_share"] == pytest.approx((2 * 2 / 8 + (6 + 2) / 6) / 4)
+    assert venus["peak_share"] == pytest.approx(1.0)
+    assert venus["peak_gpus"] == 10.0
+
+
+@pytest.mark.parametrize("groups", [(), ("cluster",), ("cluster", "vc")])
+@pytest.mark.parametrize("window_of", [allocation.trace_window, allocation.active_window])
+def test_steps_looked_up_in_memory_give_what_the_asof_joins_give(capacity_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                groups: tuple[str, ...], window_of) -> None:
+    """Capacity changing at local midnight, or missing for a day, per cluster and VC: the steps in
+    force at each piece's ends and the peak within each piece, found in memory, against the ASOF
+    joins on the steps table."""
+    def compute() -> pl.DataFrame:
+        with open_trace(capacity_home, "helios", cache=False) as ctx:
+            window = window_of(ctx)
+            assert window is not None
+            return allocation.allocation_vs_capacity(ctx, groups, window)
+
+    in_memory = compute()
+    monkeypatch.setattr(allocation, "STEPS_SUMMED_IN_MEMORY", 0)
+    by_asof = compute()
+    assert in_memory.height >= 1 and in_memory["capacity_gpus"].null_count() < in_memory.height
+    assert in_memory.equals(by_asof)
+
+
 # -- PAI: the five-job fixture ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pai_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
