@@ -42,10 +42,10 @@ from ddlx.datasets.download import read_first_seen
 from ddlx.datasets.home import store_dir
 from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, PARQUET_ZSTD_LEVEL, quote_identifier, sql_string
 from ddlx.datasets.validation import run_checks, run_figures
-from ddlx.errors import DdlxError, UnknownDatasetError, first_line, storage_error, storage_errors
+from ddlx.errors import DdlxError, InputError, UnknownDatasetError, first_line, storage_error, storage_errors
 
 #: Bump when the stored tables or the manifest change shape, so unchanged inputs are ingested again.
-INGEST_FORMAT = 2
+INGEST_FORMAT = 3
 
 #: Marker file that ddlx's generator writes beside synthetic release files.
 SYNTHETIC_MARKER = "SYNTHETIC.json"
@@ -116,11 +116,25 @@ def input_bytes(parts: list[SourcePart]) -> int:
     return sum(path.stat().st_size for path in dict.fromkeys(p.path for p in parts))
 
 
-def load_order(parts: dict[str, list[SourcePart]]) -> list[str]:
-    """The tables of `parts` in the order ingest loads them: smallest input first (ties in the
-    adapter's order), so that the largest archive, unpacked from the start (`_Inputs`), is unpacked
-    while the other tables load rather than while DuckDB waits for it."""
-    return sorted(parts, key=lambda table: input_bytes(parts[table]))
+def load_order(parts: dict[str, list[SourcePart]], key_tables: dict[str, str] | None = None) -> list[str]:
+    """The tables of `parts` in the order ingest loads them: the tables whose keys others carry
+    first (`TraceAdapter.key_tables`), then smallest input first (ties in the adapter's order), so
+    that the largest archive, unpacked from the start (`_Inputs`), is unpacked while the other
+    tables load rather than while DuckDB waits for it."""
+    keyed_by = set((key_tables or {}).values())
+    return sorted(parts, key=lambda table: (table not in keyed_by, input_bytes(parts[table])))
+
+
+def _require_keys_kept(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], source: Path,
+                       previous: catalog.Registration | None) -> None:
+    """`InputError` when a table whose keys a stored table carries would be ingested again without
+    that table: its keys would no longer match."""
+    if previous is None:
+        return
+    for table, keyed_by in adapter.key_tables().items():
+        if keyed_by in parts and table not in parts and table in previous.manifest.get("inputs", {}):
+            raise InputError(str(source), f"{keyed_by} numbers the rows {table} refers to; "
+                                          f"ingest {table} with it (--table {keyed_by} --table {table})")
 
 
 class _Inputs:
@@ -333,6 +347,7 @@ def ingest_with(adapter: TraceAdapter, source: Path, home: Path, tables: Sequenc
             return IngestResult(adapter.name, previous.store_dir,
                                 {t: previous.manifest["inputs"][t]["rows"] for t in parts},
                                 skipped=True, synthetic=previous.synthetic)
+        _require_keys_kept(adapter, parts, source, previous)
         store.collect(home, [reg.store_dir for reg in registrations.values()])
         root = store_dir(home, adapter.name)
         staging = root / f".staging-{uuid.uuid4().hex[:12]}"
@@ -369,7 +384,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
                 synthetic, synthetic_details = True, previous.manifest.get("synthetic_details")
     con = _connect(staging)
     pool = ThreadPoolExecutor(max_workers=_Inputs.THREADS)
-    parts = {table: parts[table] for table in load_order(parts)}
+    parts = {table: parts[table] for table in load_order(parts, adapter.key_tables())}
     inputs: _Inputs | None = None
     try:
         inputs = _Inputs(parts, staging / "tmp", pool)
