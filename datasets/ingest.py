@@ -47,6 +47,7 @@ from ddlx.errors import DdlxError, InputError, UnknownDatasetError, first_line, 
 #: Bump when the stored tables or the manifest change shape, so unchanged inputs are ingested again.
 INGEST_FORMAT = 3
 
+
 #: Marker file that ddlx's generator writes beside synthetic release files.
 SYNTHETIC_MARKER = "SYNTHETIC.json"
 

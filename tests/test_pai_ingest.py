@@ -14,7 +14,7 @@ from ddlx.analysis.runner import run_analysis
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import InputError
-from tests.conftest import PAI_FIXTURE, write_pai_release
+from tests.conftest import PAI_FIXTURE, assert_clean_failure, write_pai_release
 
 
 def _jobs(home: Path) -> dict[str, dict]:
@@ -359,3 +359,16 @@ def test_a_job_whose_tasks_ask_as_many_gpus_takes_the_type_first_in_alphabetical
     })
     ingest("pai", release, tmp_path / "home")
     assert catalog.query(tmp_path / "home", "SELECT gpu_type FROM jobs WHERE job_id = 'jt'").item() == "P100"
+
+
+def test_a_store_from_before_the_task_keys_is_refused_with_what_to_do(pai_release: Path, home: Path, cli) -> None:
+    """A PAI store of format 2 has no task keys: its analysis says to ingest it again, in one line."""
+    ingest("pai", pai_release, home)
+    with duckdb.connect(str(catalog.catalog_path(home))) as con:
+        con.execute(f"UPDATE {catalog.REGISTRY_TABLE} SET manifest = replace(manifest, "
+                    "'\"ingest_format\": 3', '\"ingest_format\": 2') WHERE trace = 'pai'")
+    result = cli("analyze", "pai-trace", "--data-home", str(home), "--out", str(home.parent / "out"))
+    assert_clean_failure(result, "Error: trace 'pai' was stored by ddlx ",
+                         "store format 2; this ddlx reads format 3 or later: ingest it again "
+                         "(ddlx datasets ingest pai --from <the release folder>)")
+    assert not (home.parent / "out").exists()
