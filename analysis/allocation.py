@@ -274,8 +274,14 @@ def _decimal_digits(column: pa.ChunkedArray) -> np.ndarray | None:
 def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
     """`integrable_steps_sql` of `groups` over `window` as a temporary table kept to the end of
     the run (the allocation and the load at submission read it; `TraceContext.shared`), made by
-    `_summed_steps` when that can; returns its name."""
+    `_summed_steps` when that can; a trace of one cluster takes the whole trace's steps from its
+    cluster's (the same changes). Returns its name."""
     def make(name: str) -> None:
+        if not groups and _one_cluster(ctx):
+            # the changes of the whole trace are those of its one cluster, instant by instant
+            cluster = shared_steps(ctx, ("cluster",), window)
+            ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT ts, x, gpus, moment FROM {cluster}")
+            return
         table = _summed_steps(ctx, groups, window)
         if table is None:
             ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {integrable_steps_sql(ctx, groups, window)}")
@@ -284,6 +290,13 @@ def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> st
             ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {summed}")
 
     return ctx.shared(integrable_steps_sql(ctx, groups, window), "ddlx_steps_" + ("_".join(groups) or "all"), make)
+
+
+def _one_cluster(ctx: TraceContext) -> bool:
+    """True when every job holding GPUs names the same one cluster."""
+    found = ctx.one_row(f"SELECT count(DISTINCT cluster) AS clusters, count(*) - count(cluster) AS unnamed "
+                        f"FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)}")
+    return found["clusters"] == 1 and found["unnamed"] == 0
 
 
 def materialized(ctx: TraceContext, sql: str, stem: str) -> AbstractContextManager[str]:

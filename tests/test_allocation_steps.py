@@ -91,6 +91,27 @@ def test_steps_summed_in_memory_are_the_decimal_window_to_the_bit(steps_home: Pa
     assert defined.height >= 10
 
 
+@pytest.mark.parametrize("limit", [allocation.STEPS_SUMMED_IN_MEMORY, 0])
+def test_the_steps_of_a_trace_of_one_cluster_are_its_clusters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              limit: int) -> None:
+    """Cluster a alone: the whole trace's steps, read from the cluster's table, are the rows its
+    definition gives, to the bit (summed in memory, or by DuckDB's window)."""
+    monkeypatch.setattr(allocation, "STEPS_SUMMED_IN_MEMORY", limit)
+    one = "\n".join(line for line in STEPS_CSV.splitlines() if ",b," not in line) + "\n"
+    (tmp_path / "one.csv").write_text(one)
+    import_dataset("one", tmp_path / "one.csv", tmp_path / "home", mapping=STEPS_MAP, time_unit="datetime", tz="UTC")
+    with open_trace(tmp_path / "home", "one", cache=False) as ctx:
+        window = allocation.trace_window(ctx)
+        assert window is not None and allocation._one_cluster(ctx)
+        defined = ctx.con.sql(allocation.integrable_steps_sql(ctx, (), window)).pl()
+        name = allocation.shared_steps(ctx, (), window)
+        stored = ctx.query(f"SELECT * FROM {name}")
+        tables = ctx.query("SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'ddlx_steps_%'")
+    assert stored.schema == defined.schema and defined.height >= 8
+    assert _bits(stored, ["x"]).equals(_bits(defined, ["x"]))
+    assert sorted(name.rsplit("_", 1)[0] for name in tables["table_name"]) == ["ddlx_steps_all", "ddlx_steps_cluster"]
+
+
 def test_values_beyond_64_bits_leave_the_sums_to_duckdb(tmp_path: Path) -> None:
     # A million GPUs from day 200 to day 201 of the window: the change x time is 1.7e13
     # GPU-seconds, 1.7e19 millionths, beyond 64 bits; one GPU held over the whole 201 days.
