@@ -186,11 +186,17 @@ class _Packing:
 
 @contextlib.contextmanager
 def _key_groups(ctx: TraceContext, intervals: str, groups: int) -> Iterator[list[str]]:
-    """FROM items holding `intervals` split into `groups` groups of keys: the query itself for one
-    group; else one scratch Parquet folder per group (key modulo `groups`), written in one pass
+    """FROM items holding `intervals` split into `groups` groups of keys: for one group, a
+    temporary table of them (read twice, by `_Packing.of` and `sorted_events`: the query runs
+    once); else one scratch Parquet folder per group (key modulo `groups`), written in one pass
     and removed at the end."""
     if groups == 1:
-        yield [intervals]
+        table = "ddlx_sweep_intervals"
+        ctx.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {intervals}")
+        try:
+            yield [table]
+        finally:
+            ctx.execute(f"DROP TABLE IF EXISTS {table}")
         return
     scratch = Path(ctx.one_row("SELECT current_setting('temp_directory') AS folder")["folder"])
     with storage_errors(scratch, "making the sweep's scratch folder", (OSError,)):
