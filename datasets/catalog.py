@@ -235,7 +235,6 @@ def spill_folder(home: Path) -> Iterator[Path]:
             (home / ".spill").rmdir()
 
 
-
 #: The oldest store format whose tables this ddlx's analysis of a trace reads (a trace not listed
 #: reads any): 3 for PAI, whose instance and sensor tables carry `task_key` since then.
 READABLE_SINCE: dict[str, int] = {"pai": 3}

@@ -47,7 +47,6 @@ from ddlx.errors import DdlxError, InputError, UnknownDatasetError, first_line, 
 #: Bump when the stored tables or the manifest change shape, so unchanged inputs are ingested again.
 INGEST_FORMAT = 3
 
-
 #: Marker file that ddlx's generator writes beside synthetic release files.
 SYNTHETIC_MARKER = "SYNTHETIC.json"
 
@@ -126,12 +125,19 @@ def load_order(parts: dict[str, list[SourcePart]], key_tables: dict[str, str] | 
     return sorted(parts, key=lambda table: (table not in keyed_by, input_bytes(parts[table])))
 
 
-def _require_keys_kept(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], source: Path,
-                       previous: catalog.Registration | None) -> None:
-    """`InputError` when a table whose keys a stored table carries would be ingested again without
-    that table: its keys would no longer match."""
+def _require_consistent_store(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], source: Path,
+                              previous: catalog.Registration | None) -> None:
+    """`InputError` when the tables kept from the previous ingest would not fit the new ones: they
+    are of an older store format, or a table whose keys one of them carries would be ingested
+    again without it (its keys would no longer match)."""
     if previous is None:
         return
+    stored_format = previous.manifest.get("ingest_format")
+    kept = [t for t in previous.manifest.get("inputs", {}) if t not in parts and t in adapter.tables]
+    if stored_format != INGEST_FORMAT and kept:
+        raise InputError(str(source), f"{', '.join(kept)} stored by ddlx {previous.ddlx_version} are of store format "
+                                      f"{stored_format}, this ddlx writes {INGEST_FORMAT}; ingest every table again "
+                                      f"(without --table)")
     for table, keyed_by in adapter.key_tables().items():
         if keyed_by in parts and table not in parts and table in previous.manifest.get("inputs", {}):
             raise InputError(str(source), f"{keyed_by} numbers the rows {table} refers to; "
@@ -348,7 +354,7 @@ def ingest_with(adapter: TraceAdapter, source: Path, home: Path, tables: Sequenc
             return IngestResult(adapter.name, previous.store_dir,
                                 {t: previous.manifest["inputs"][t]["rows"] for t in parts},
                                 skipped=True, synthetic=previous.synthetic)
-        _require_keys_kept(adapter, parts, source, previous)
+        _require_consistent_store(adapter, parts, source, previous)
         store.collect(home, [reg.store_dir for reg in registrations.values()])
         root = store_dir(home, adapter.name)
         staging = root / f".staging-{uuid.uuid4().hex[:12]}"

@@ -361,14 +361,31 @@ def test_a_job_whose_tasks_ask_as_many_gpus_takes_the_type_first_in_alphabetical
     assert catalog.query(tmp_path / "home", "SELECT gpu_type FROM jobs WHERE job_id = 'jt'").item() == "P100"
 
 
-def test_a_store_from_before_the_task_keys_is_refused_with_what_to_do(pai_release: Path, home: Path, cli) -> None:
-    """A PAI store of format 2 has no task keys: its analysis says to ingest it again, in one line."""
-    ingest("pai", pai_release, home)
+def _as_if_store_format_2(home: Path) -> None:
     with duckdb.connect(str(catalog.catalog_path(home))) as con:
         con.execute(f"UPDATE {catalog.REGISTRY_TABLE} SET manifest = replace(manifest, "
                     "'\"ingest_format\": 3', '\"ingest_format\": 2') WHERE trace = 'pai'")
+
+
+def test_a_store_from_before_the_task_keys_is_refused_with_what_to_do(pai_release: Path, home: Path, cli) -> None:
+    """A PAI store of format 2 has no task keys: its analysis says to ingest it again, in one line."""
+    ingest("pai", pai_release, home)
+    _as_if_store_format_2(home)
     result = cli("analyze", "pai-trace", "--data-home", str(home), "--out", str(home.parent / "out"))
     assert_clean_failure(result, "Error: trace 'pai' was stored by ddlx ",
                          "store format 2; this ddlx reads format 3 or later: ingest it again "
                          "(ddlx datasets ingest pai --from <the release folder>)")
     assert not (home.parent / "out").exists()
+
+
+def test_tables_of_an_older_store_format_are_never_kept_beside_new_ones(pai_release: Path, home: Path) -> None:
+    """Ingesting one table over a store of an older format would keep the others in their old shape
+    (a format-2 instance table has no task keys): refused; every table ingested again is fine."""
+    ingest("pai", pai_release, home)
+    _as_if_store_format_2(home)
+    os.utime(pai_release / "pai_sensor_table.tar.gz", ns=(5, 5))
+    with pytest.raises(InputError, match=r"pai_job_table, .* are of store format 2, this ddlx writes 3; "
+                                         r"ingest every table again \(without --table\)"):
+        ingest("pai", pai_release, home, tables=["pai_sensor_table"])
+    assert not ingest("pai", pai_release, home).skipped
+    assert catalog.read_registrations(home)["pai"].manifest["ingest_format"] == 3
