@@ -360,9 +360,6 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack, require_jobs: bool
     if registration is None or (require_jobs and not has_jobs):
         raise CatalogError(f"no jobs of trace '{trace}' in {home}; ingest or import it first "
                            f"(ddlx datasets ingest|import){did_you_mean(trace, [*TRACES, *registrations])}")
-    stale = catalog.stale_store_error(trace, registration.manifest)
-    if stale:
-        raise CatalogError(stale)
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side, and it expects
     # generated time bins to be few: with a million bins that loop takes minutes, not a second.
     con.execute("SET asof_loop_join_threshold = 0")

@@ -137,11 +137,6 @@ class TraceAdapter:
         """Stored column -> accepted range, for every numeric and time column of `table`."""
         return {}
 
-    def key_tables(self) -> dict[str, str]:
-        """Table -> the table whose integer keys it carries, looked up when it is loaded: that
-        table loads before it, and is never ingested again without it (`ingest`)."""
-        return {}
-
     def load_table(self, con: duckdb.DuckDBPyConnection, table: str, parts: list[LocalPart],
                    out_path: Path, max_rejected_rows: int) -> LoadResult:
         """Read the parts of `table` into one zstd Parquet file at `out_path`."""

@@ -235,21 +235,6 @@ def spill_folder(home: Path) -> Iterator[Path]:
             (home / ".spill").rmdir()
 
 
-#: The oldest store format whose tables this ddlx's analysis of a trace reads (a trace not listed
-#: reads any): 3 for PAI, whose instance and sensor tables carry `task_key` since then.
-READABLE_SINCE: dict[str, int] = {"pai": 3}
-
-
-def stale_store_error(trace: str, manifest: dict[str, Any]) -> str | None:
-    """Why the store of `trace` described by `manifest` is too old for this ddlx's analysis, or None."""
-    stored = manifest.get("ingest_format", 0)
-    if stored >= READABLE_SINCE.get(trace, 0):
-        return None
-    return (f"trace '{trace}' was stored by ddlx {manifest.get('ddlx_version', '(unknown)')} in store format "
-            f"{stored}; this ddlx reads format {READABLE_SINCE[trace]} or later: ingest it again "
-            f"(ddlx datasets ingest {trace} --from <the release folder>)")
-
-
 @contextlib.contextmanager
 def reading(home: Path) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[str, Registration]]]:
     """A read-only connection to the catalog of `home` and its registrations, with every store

@@ -7,7 +7,6 @@ one `InputError` naming the file, the line, the field and what was expected.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -173,23 +172,6 @@ class CsvSource:
         read = read_csv_sql(self.path, self.columns, self.header, self.delimiter, self.timestamp_format,
                             self.null_strings)
         return f"WITH {SOURCE} AS (SELECT * FROM {read}) {self.select}"
-
-
-@contextlib.contextmanager
-def lookup_joins(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Within the block, a join's hash table is built on its right side as written. DuckDB's
-    planner takes a CSV for a few dozen rows (it does not count them first), so a CSV joined to a
-    lookup table (keys stored at ingest) would be built into the hash table and probed with the
-    lookup: twice the time of the whole load. A DuckDB without that optimizer plans as it would."""
-    try:
-        con.execute("SET disabled_optimizers = 'build_side_probe_side'")
-    except duckdb.Error:
-        yield
-        return
-    try:
-        yield
-    finally:
-        con.execute("RESET disabled_optimizers")
 
 
 def load_csv_to_parquet(con: duckdb.DuckDBPyConnection, csv_path: Path, display: str,

@@ -44,7 +44,8 @@ from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, PARQUET_ZSTD_LEVEL, quot
 from ddlx.datasets.validation import run_checks, run_figures
 from ddlx.errors import DdlxError, InputError, UnknownDatasetError, first_line, storage_error, storage_errors
 
-#: Bump when the stored tables or the manifest change shape, so unchanged inputs are ingested again.
+#: Bump when the stored tables or the manifest change shape, or stored values change (3: a PAI
+#: job's GPU type on a tie), so unchanged inputs are ingested again.
 INGEST_FORMAT = 3
 
 #: Marker file that ddlx's generator writes beside synthetic release files.
@@ -116,20 +117,16 @@ def input_bytes(parts: list[SourcePart]) -> int:
     return sum(path.stat().st_size for path in dict.fromkeys(p.path for p in parts))
 
 
-def load_order(parts: dict[str, list[SourcePart]], key_tables: dict[str, str] | None = None) -> list[str]:
-    """The tables of `parts` in the order ingest loads them: the tables whose keys others carry
-    first (`TraceAdapter.key_tables`), then smallest input first (ties in the adapter's order), so
-    that the largest archive, unpacked from the start (`_Inputs`), is unpacked while the other
-    tables load rather than while DuckDB waits for it."""
-    keyed_by = set((key_tables or {}).values())
-    return sorted(parts, key=lambda table: (table not in keyed_by, input_bytes(parts[table])))
+def load_order(parts: dict[str, list[SourcePart]]) -> list[str]:
+    """The tables of `parts` in the order ingest loads them: smallest input first (ties in the
+    adapter's order), so that the largest archive, unpacked from the start (`_Inputs`), is unpacked
+    while the other tables load rather than while DuckDB waits for it."""
+    return sorted(parts, key=lambda table: input_bytes(parts[table]))
 
 
-def _require_consistent_store(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], source: Path,
-                              previous: catalog.Registration | None) -> None:
-    """`InputError` when the tables kept from the previous ingest would not fit the new ones: they
-    are of an older store format, or a table whose keys one of them carries would be ingested
-    again without it (its keys would no longer match)."""
+def _require_current_format(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], source: Path,
+                            previous: catalog.Registration | None) -> None:
+    """`InputError` when tables of an older store format would be kept beside newly ingested ones."""
     if previous is None:
         return
     stored_format = previous.manifest.get("ingest_format")
@@ -138,10 +135,6 @@ def _require_consistent_store(adapter: TraceAdapter, parts: dict[str, list[Sourc
         raise InputError(str(source), f"{', '.join(kept)} stored by ddlx {previous.ddlx_version} are of store format "
                                       f"{stored_format}, this ddlx writes {INGEST_FORMAT}; ingest every table again "
                                       f"(without --table)")
-    for table, keyed_by in adapter.key_tables().items():
-        if keyed_by in parts and table not in parts and table in previous.manifest.get("inputs", {}):
-            raise InputError(str(source), f"{keyed_by} numbers the rows {table} refers to; "
-                                          f"ingest {table} with it (--table {keyed_by} --table {table})")
 
 
 class _Inputs:
@@ -354,7 +347,7 @@ def ingest_with(adapter: TraceAdapter, source: Path, home: Path, tables: Sequenc
             return IngestResult(adapter.name, previous.store_dir,
                                 {t: previous.manifest["inputs"][t]["rows"] for t in parts},
                                 skipped=True, synthetic=previous.synthetic)
-        _require_consistent_store(adapter, parts, source, previous)
+        _require_current_format(adapter, parts, source, previous)
         store.collect(home, [reg.store_dir for reg in registrations.values()])
         root = store_dir(home, adapter.name)
         staging = root / f".staging-{uuid.uuid4().hex[:12]}"
@@ -391,7 +384,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
                 synthetic, synthetic_details = True, previous.manifest.get("synthetic_details")
     con = _connect(staging)
     pool = ThreadPoolExecutor(max_workers=_Inputs.THREADS)
-    parts = {table: parts[table] for table in load_order(parts, adapter.key_tables())}
+    parts = {table: parts[table] for table in load_order(parts)}
     inputs: _Inputs | None = None
     try:
         inputs = _Inputs(parts, staging / "tmp", pool)

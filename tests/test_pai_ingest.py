@@ -14,7 +14,7 @@ from ddlx.analysis.runner import run_analysis
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import InputError
-from tests.conftest import PAI_FIXTURE, assert_clean_failure, write_pai_release
+from tests.conftest import write_pai_release
 
 
 def _jobs(home: Path) -> dict[str, dict]:
@@ -241,25 +241,23 @@ def test_a_jobs_gpu_request_is_summed_exactly(tmp_path: Path, home: Path) -> Non
 
 def test_archives_are_unpacked_ahead_of_loading_but_never_all_at_once(pai_release: Path, home: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tables load smallest archive first, after the task table, whose keys the instance and sensor
-    tables carry. The largest archive is unpacked from the start; any other only while the table
-    before it loads: the disk never holds the whole unpacked release."""
+    """Tables load smallest archive first. The largest archive is unpacked from the start; any other
+    only while the table before it loads: the disk never holds the whole unpacked release."""
+    from ddlx.datasets.adapter import TraceAdapter
     from ddlx.datasets.ingest import ingest
-    from ddlx.datasets.traces.pai.reader import PaiAdapter
 
     seen: dict[str, set[str]] = {}
-    load = PaiAdapter.load_table
+    load = TraceAdapter.load_table
 
     def watching(self, con, table, parts, out_path, max_rejected_rows):
         seen[table] = {p.name.split("-", 1)[1] for p in (out_path.parent / "tmp").iterdir()}
         return load(self, con, table, parts, out_path, max_rejected_rows)
 
-    monkeypatch.setattr(PaiAdapter, "load_table", watching)
+    monkeypatch.setattr(TraceAdapter, "load_table", watching)
     ingest("pai", pai_release, home)
     sizes = {p.name.removesuffix(".tar.gz"): p.stat().st_size for p in pai_release.glob("*.tar.gz")}
     order = list(seen)
-    assert order[0] == "pai_task_table" and len(order) == 7
-    assert [sizes[t] for t in order[1:]] == sorted(sizes[t] for t in sizes if t != "pai_task_table")
+    assert [sizes[t] for t in order] == sorted(sizes.values()) and len(order) == 7
     largest = order[-1]
     for index, table in enumerate(order):
         later = {f"{t}.csv" for t in order[index + 2:] if t != largest}
@@ -282,66 +280,19 @@ def test_a_nul_in_a_text_field_is_refused_from_archives_and_files(tmp_path: Path
 
 def test_the_manifest_times_each_step(pai_release: Path, home: Path) -> None:
     """`step_seconds`: every table loaded, the canonical jobs, the views and the validation, in the
-    order they ran (the task table, then smallest archive first), together no longer than the
-    whole ingest."""
+    order they ran (smallest archive first), together no longer than the whole ingest."""
     ingest("pai", pai_release, home)
     manifest = catalog.read_registrations(home)["pai"].manifest
     steps = manifest["step_seconds"]
     sizes = {p.name.removesuffix(".tar.gz"): p.stat().st_size for p in pai_release.glob("*.tar.gz")}
     loaded = list(steps)[:len(sizes)]
-    assert sorted(loaded) == sorted(sizes) and loaded[0] == "pai_task_table"
-    assert [sizes[t] for t in loaded[1:]] == sorted(sizes[t] for t in sizes if t != "pai_task_table")
+    assert sorted(loaded) == sorted(sizes) and [sizes[t] for t in loaded] == sorted(sizes.values())
     assert list(steps)[len(sizes):] == ["pai_jobs", "views", "validation"]
     assert all(seconds >= 0 for seconds in steps.values())
     assert sum(steps.values()) <= manifest["ingest_seconds"]
     from ddlx.datasets.traces.pai.reader import ADAPTER
 
     assert list(manifest["inputs"]) == list(ADAPTER.tables) == list(manifest["rows"])[:len(sizes)]
-
-
-# -- task keys ---------------------------------------------------------------------------------
-def _names_to_keys(home: Path, table: str) -> set[tuple]:
-    return {tuple(r) for r in catalog.query(home, f"SELECT job_name, task_name, task_key FROM {table}").rows()}
-
-
-def test_task_keys_number_each_task_once_and_follow_it_into_instances_and_sensors(tmp_path: Path) -> None:
-    """pai_task_table numbers its distinct (job_name, task_name) 1, 2, ...; a repeated task keeps one
-    number; a task with an empty name has none. Each instance and sensor row carries the number of
-    its task, none when the task table has no such task."""
-    tasks = PAI_FIXTURE["pai_task_table"] + ["j1,worker,1.0,Terminated,1000.0,5000.0,400.0,10.0,50.0,T4",
-                                             "j5,,1.0,Terminated,100000.0,100060.0,100.0,1.0,,"]
-    sensors = PAI_FIXTURE["pai_sensor_table"] + ["jX,worker,wX,instX,m1,/dev/nvidia0,1.0,1.0,1.0,1.0,1.0,1.0,1,1,1,1"]
-    release = write_pai_release(tmp_path / "release", overrides={
-        "pai_task_table": ("\n".join(tasks) + "\n").encode(), "pai_sensor_table": ("\n".join(sensors) + "\n").encode()})
-    ingest("pai", release, tmp_path / "home")
-    home = tmp_path / "home"
-    named = {(row.split(",")[0], row.split(",")[1]) for row in tasks if row.split(",")[1]}
-    task_keys = _names_to_keys(home, "pai_task_table")
-    numbers = {(job, task): key for job, task, key in task_keys if task is not None}
-    assert set(numbers) == named and sorted(numbers.values()) == list(range(1, len(named) + 1))
-    assert ("j5", None, None) in task_keys and len(task_keys) == len(named) + 1
-    assert catalog.query(home, "SELECT count(DISTINCT task_key) FROM pai_task_table WHERE job_name = 'j1'").item() == 1
-    for table, rows in (("pai_instance_table", PAI_FIXTURE["pai_instance_table"]), ("pai_sensor_table", sensors)):
-        pairs = {(row.split(",")[0], row.split(",")[1]) for row in rows}
-        assert _names_to_keys(home, table) == {(*pair, numbers.get(pair)) for pair in pairs}
-    manifest = catalog.read_registrations(home)["pai"].manifest
-    found = {(c["table"], c["check"]): c["rows"] for c in manifest["validation"]}
-    assert found[("pai_instance_table", "orphan: instance without task (job_name, task_name)")] == 1  # jX
-
-
-def test_the_task_table_is_never_ingested_again_without_the_tables_keyed_by_it(pai_release: Path, home: Path) -> None:
-    ingest("pai", pai_release, home)
-    os.utime(pai_release / "pai_task_table.tar.gz", ns=(3, 3))
-    with pytest.raises(InputError, match=r"pai_task_table numbers the rows pai_instance_table refers to; "
-                                         r"ingest pai_instance_table with it"):
-        ingest("pai", pai_release, home, tables=["pai_task_table"])
-    before = _names_to_keys(home, "pai_sensor_table")
-    ingest("pai", pai_release, home, tables=["pai_task_table", "pai_instance_table", "pai_sensor_table"])
-    assert _names_to_keys(home, "pai_sensor_table") == before
-    # A keyed table ingested alone takes its keys from the stored task table.
-    os.utime(pai_release / "pai_sensor_table.tar.gz", ns=(4, 4))
-    ingest("pai", pai_release, home, tables=["pai_sensor_table"])
-    assert _names_to_keys(home, "pai_sensor_table") == before and all(key for *_, key in before)
 
 
 @pytest.mark.parametrize("first", ["T4", "P100"])
@@ -361,28 +312,13 @@ def test_a_job_whose_tasks_ask_as_many_gpus_takes_the_type_first_in_alphabetical
     assert catalog.query(tmp_path / "home", "SELECT gpu_type FROM jobs WHERE job_id = 'jt'").item() == "P100"
 
 
-def _as_if_store_format_2(home: Path) -> None:
+def test_tables_of_an_older_store_format_are_never_kept_beside_new_ones(pai_release: Path, home: Path) -> None:
+    """Ingesting one table over a store of an older format would keep the others in their old shape
+    or with their old values: refused; every table ingested again is fine."""
+    ingest("pai", pai_release, home)
     with duckdb.connect(str(catalog.catalog_path(home))) as con:
         con.execute(f"UPDATE {catalog.REGISTRY_TABLE} SET manifest = replace(manifest, "
                     "'\"ingest_format\": 3', '\"ingest_format\": 2') WHERE trace = 'pai'")
-
-
-def test_a_store_from_before_the_task_keys_is_refused_with_what_to_do(pai_release: Path, home: Path, cli) -> None:
-    """A PAI store of format 2 has no task keys: its analysis says to ingest it again, in one line."""
-    ingest("pai", pai_release, home)
-    _as_if_store_format_2(home)
-    result = cli("analyze", "pai-trace", "--data-home", str(home), "--out", str(home.parent / "out"))
-    assert_clean_failure(result, "Error: trace 'pai' was stored by ddlx ",
-                         "store format 2; this ddlx reads format 3 or later: ingest it again "
-                         "(ddlx datasets ingest pai --from <the release folder>)")
-    assert not (home.parent / "out").exists()
-
-
-def test_tables_of_an_older_store_format_are_never_kept_beside_new_ones(pai_release: Path, home: Path) -> None:
-    """Ingesting one table over a store of an older format would keep the others in their old shape
-    (a format-2 instance table has no task keys): refused; every table ingested again is fine."""
-    ingest("pai", pai_release, home)
-    _as_if_store_format_2(home)
     os.utime(pai_release / "pai_sensor_table.tar.gz", ns=(5, 5))
     with pytest.raises(InputError, match=r"pai_job_table, .* are of store format 2, this ddlx writes 3; "
                                          r"ingest every table again \(without --table\)"):

@@ -156,7 +156,7 @@ def pai_gpu_instances_sql(ctx: TraceContext) -> str:
     return f"""(
         SELECT s.gpu_wrk_util, {GPU_BUCKET_SQL} AS gpu_bucket, j.state
         FROM pai_sensor_table s
-        JOIN pai_task_table t USING (task_key)
+        JOIN pai_task_table t USING (job_name, task_name)
         LEFT JOIN {ctx.jobs} j ON j.job_id = s.job_name
         WHERE t.plan_gpu > 0 AND s.gpu_wrk_util IS NOT NULL)"""
 
@@ -202,10 +202,10 @@ def pai_task_usage_sql() -> str:
         for name, (request, _, _) in PAI_RESOURCES.items())
     return f"""(
     WITH task_usage AS (
-        SELECT t.task_key, any_value(t.plan_cpu) AS plan_cpu, any_value(t.plan_gpu) AS plan_gpu,
+        SELECT t.job_name, t.task_name, any_value(t.plan_cpu) AS plan_cpu, any_value(t.plan_gpu) AS plan_gpu,
                any_value(t.plan_mem) AS plan_mem, {usage}
-        FROM pai_task_table t JOIN pai_sensor_table s USING (task_key)
-        GROUP BY t.task_key)
+        FROM pai_task_table t JOIN pai_sensor_table s USING (job_name, task_name)
+        GROUP BY t.job_name, t.task_name)
     SELECT resource, request, usage, usage / request AS usage_ratio
     FROM ({per_resource}) WHERE request > 0 AND usage IS NOT NULL)"""
 
@@ -363,15 +363,15 @@ def _gpu_memory_rows_sql() -> str:
     return f"""(
         WITH capacity(gpu_type, capacity_gb) AS (VALUES {_capacity_values_sql()}),
         tasks AS (
-            SELECT task_key, max(plan_gpu) AS plan_gpu FROM pai_task_table
-            WHERE plan_gpu > 0 GROUP BY task_key),
+            SELECT job_name, task_name, max(plan_gpu) AS plan_gpu FROM pai_task_table
+            WHERE plan_gpu > 0 GROUP BY job_name, task_name),
         machines AS (SELECT machine, any_value(gpu_type) AS gpu_type FROM pai_machine_spec GROUP BY machine),
         rows AS (
             SELECT coalesce(m.gpu_type, 'unknown') AS gpu_type, t.plan_gpu,
                    greatest(1, ceil(t.plan_gpu / 100)) AS devices,
                    s.max_gpu_wrk_mem, s.avg_gpu_wrk_mem
             FROM pai_sensor_table AS s
-            JOIN tasks AS t USING (task_key)
+            JOIN tasks AS t USING (job_name, task_name)
             LEFT JOIN machines AS m USING (machine)
             WHERE s.max_gpu_wrk_mem IS NOT NULL OR s.avg_gpu_wrk_mem IS NOT NULL)
         SELECT r.*, c.capacity_gb,
@@ -433,11 +433,11 @@ def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
                  FROM (SELECT queue_s AS delay_s FROM {ctx.jobs})"""]
     if ctx.has("pai_task_table", "pai_instance_table"):
         ctes.append("""first_instance AS (
-            SELECT task_key, min(start_time) AS first_start FROM pai_instance_table
-            WHERE start_time IS NOT NULL GROUP BY task_key)""")
+            SELECT job_name, task_name, min(start_time) AS first_start FROM pai_instance_table
+            WHERE start_time IS NOT NULL GROUP BY job_name, task_name)""")
         ctes.append("""tasks AS MATERIALIZED (
             SELECT t.job_name, t.start_time, f.first_start - t.start_time AS delay_s
-            FROM pai_task_table t LEFT JOIN first_instance f USING (task_key))""")
+            FROM pai_task_table t LEFT JOIN first_instance f USING (job_name, task_name))""")
         parts.append(f"""SELECT '{PAI_TASK}', 'task', count(*), {quantiles} FROM tasks""")
     elif ctx.has("pai_task_table"):
         ctes.append("tasks AS (SELECT job_name, start_time FROM pai_task_table)")

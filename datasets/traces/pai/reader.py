@@ -27,26 +27,14 @@ How a job is rolled up from its tasks and instances (table `pai_jobs`, canonical
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
-import duckdb
-
-from ddlx.datasets.adapter import (
-    CsvFormat,
-    LocalPart,
-    SourcePart,
-    TraceAdapter,
-    find_file,
-    load_csv_parts,
-    missing_error,
-    parquet_sql,
-)
+from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
 from ddlx.datasets.canonical import state_case_sql
-from ddlx.datasets.csvload import SOURCE, LoadResult, lookup_joins
+from ddlx.datasets.csvload import SOURCE
 from ddlx.datasets.ranges import ValueRange
-from ddlx.datasets.sqltext import quote_identifier, sql_string
+from ddlx.datasets.sqltext import quote_identifier
 from ddlx.datasets.traces.pai import schema
 from ddlx.datasets.traces.pai.release import RELEASE as PAI
 from ddlx.datasets.validation import Check, duplicate_key_check
@@ -86,29 +74,8 @@ _DERIVED: dict[str, list[str]] = {
 }
 
 
-def select_sql(table: str, task_keys: Path | None = None) -> str:
-    """SELECT that turns the raw rows of `table` (FROM `SOURCE`) into the stored typed table, with
-    `schema.TASK_KEY` where the table has one: numbered in pai_task_table, looked up in the stored
-    pai_task_table `task_keys` for the tables keyed by it (NULL for every row without it)."""
-    select = _typed_select_sql(table)
-    if table == schema.TASK_KEY_TABLE:
-        # numbered as the distinct names come (no sort: half the cost of dense_rank's)
-        return f"""SELECT r.*, k.{schema.TASK_KEY} FROM ({select}) AS r
-                   LEFT JOIN (SELECT job_name, task_name, CAST(row_number() OVER () AS INTEGER) AS {schema.TASK_KEY}
-                              FROM (SELECT DISTINCT job_name, task_name FROM ({select})
-                                    WHERE job_name IS NOT NULL AND task_name IS NOT NULL)) AS k
-                   ON r.job_name = k.job_name AND r.task_name = k.task_name"""
-    if table not in schema.KEYED_BY_TASK:
-        return select
-    if task_keys is None:
-        return f"SELECT *, CAST(NULL AS INTEGER) AS {schema.TASK_KEY} FROM ({select})"
-    return f"""SELECT r.*, k.{schema.TASK_KEY} FROM ({select}) AS r
-               LEFT JOIN (SELECT DISTINCT job_name, task_name, {schema.TASK_KEY}
-                          FROM read_parquet({sql_string(str(task_keys))})) AS k
-               ON r.job_name = k.job_name AND r.task_name = k.task_name"""
-
-
-def _typed_select_sql(table: str) -> str:
+def select_sql(table: str) -> str:
+    """SELECT that turns the raw rows of `table` (FROM `SOURCE`) into the stored typed table."""
     parts = []
     for name in schema.COLUMNS[table]:
         if table in schema.TIMED_TABLES and name in ("start_time", "end_time"):
@@ -223,10 +190,6 @@ def validation_checks(present: set[str]) -> list[Check]:
     ]
     for child, parent, name, keys in orphan_checks:
         if child in present and parent in present:
-            if child in schema.KEYED_BY_TASK and parent == schema.TASK_KEY_TABLE:
-                # the task key was looked up in the task table when the child loaded
-                checks.append(Check(child, name, f"{schema.TASK_KEY} IS NULL"))
-                continue
             match = " AND ".join(f"p.{key} = c.{key}" for key in keys)
             checks.append(Check(child, name, query=(
                 f"SELECT count(*) FROM {child} AS c WHERE NOT EXISTS (SELECT 1 FROM {parent} AS p WHERE {match})")))
@@ -277,25 +240,8 @@ class PaiAdapter(TraceAdapter):
     def csv_format(self, table: str, part: SourcePart) -> CsvFormat:
         return CsvFormat(columns=read_columns(table), select=select_sql(table))
 
-    def load_table(self, con: duckdb.DuckDBPyConnection, table: str, parts: list[LocalPart],
-                   out_path: Path, max_rejected_rows: int) -> LoadResult:
-        """As the default, with the task keys of a keyed table looked up in the pai_task_table
-        stored beside it (loaded before it: `key_tables`)."""
-        keys: Path | None = out_path.parent / f"{schema.TASK_KEY_TABLE}.parquet"
-        if table not in schema.KEYED_BY_TASK or not keys.exists():
-            keys = None
-        select = select_sql(table, keys)
-        joined = keys is not None or table == schema.TASK_KEY_TABLE
-        with lookup_joins(con) if joined else contextlib.nullcontext():
-            return load_csv_parts(con, parts, out_path, max_rejected_rows,
-                                  lambda part: CsvFormat(columns=read_columns(table), select=select),
-                                  self.value_ranges(table))
-
     def value_ranges(self, table: str) -> dict[str, ValueRange]:
         return schema.RANGES[table]
-
-    def key_tables(self) -> dict[str, str]:
-        return {table: schema.TASK_KEY_TABLE for table in schema.KEYED_BY_TASK}
 
     def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
         if all(t in present for t in JOBS_INPUTS):

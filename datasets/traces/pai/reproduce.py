@@ -41,7 +41,7 @@ _JCT = "paper.pai_nsdi22.simulator_jct"
 _NOTEBOOK_TASKS = """(
     SELECT t.plan_gpu, t.gpu_type FROM pai_task_table t
     WHERE t.job_name IN (SELECT job_name FROM pai_job_table)
-      AND EXISTS (SELECT 1 FROM pai_instance_table i WHERE i.task_key = t.task_key))"""
+      AND EXISTS (SELECT 1 FROM pai_instance_table i WHERE i.job_name = t.job_name AND i.task_name = t.task_name))"""
 
 DEFINITIONS: tuple[Definition, ...] = (
     Definition(

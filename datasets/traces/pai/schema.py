@@ -179,16 +179,6 @@ RANGES: dict[str, dict[str, ValueRange]] = {
     },
 }
 
-#: The integer key ddlx adds to PAI's tables (not in the official files): `task_key` numbers the
-#: distinct (job_name, task_name) of pai_task_table (1, 2, ... in no particular order; NULL where
-#: either name is empty), and each row of the tables in `KEYED_BY_TASK` carries the key of its task, NULL
-#: where pai_task_table has no such task. A join on `task_key` pairs the rows that a join on both
-#: names pairs, and costs about half as much (a 32-bit integer instead of two strings of about 30
-#: characters). Its numbers mean nothing beyond one ingest.
-TASK_KEY = "task_key"
-TASK_KEY_TABLE = "pai_task_table"
-KEYED_BY_TASK: tuple[str, ...] = ("pai_instance_table", "pai_sensor_table")
-
 #: Columns unique per row, per table (counted as duplicates when repeated).
 UNIQUE_KEYS: dict[str, tuple[str, ...]] = {
     "pai_job_table": ("job_name",),
