@@ -44,8 +44,8 @@ from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, PARQUET_ZSTD_LEVEL, quot
 from ddlx.datasets.validation import run_checks, run_figures
 from ddlx.errors import DdlxError, InputError, UnknownDatasetError, first_line, storage_error, storage_errors
 
-#: Bump when the stored tables or the manifest change shape, or stored values change (3: a PAI
-#: job's GPU type on a tie), so unchanged inputs are ingested again.
+#: Bump when the stored tables or the manifest change shape, or stored values change (3: a tie
+#: rule for a canonical column of one trace), so unchanged inputs are ingested again.
 INGEST_FORMAT = 3
 
 #: Marker file that ddlx's generator writes beside synthetic release files.
