@@ -187,14 +187,18 @@ HELIOS_FILES = {
 }
 
 
-@pytest.fixture(scope="module")
-def helios_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("helios")
-    for name, lines in HELIOS_FILES.items():
+def ingested_helios(base: Path, files: dict[str, list[str]]) -> Path:
+    """The data home of the Helios release `files` (path -> lines) written under `base` and ingested."""
+    for name, lines in files.items():
         (base / "release" / name).parent.mkdir(parents=True, exist_ok=True)
         (base / "release" / name).write_text("\n".join(lines) + "\n")
     ingest("helios", base / "release", base / "home")
     return base / "home"
+
+
+@pytest.fixture(scope="module")
+def helios_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ingested_helios(tmp_path_factory.mktemp("helios"), HELIOS_FILES)
 
 
 def test_helios_capacity_is_one_row_per_cluster_vc_and_local_day(helios_home: Path) -> None:
@@ -265,12 +269,7 @@ HELIOS_GAP_FILES = {
 
 @pytest.fixture(scope="module")
 def helios_gap_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("helios_gap")
-    for name, lines in HELIOS_GAP_FILES.items():
-        (base / "release" / name).parent.mkdir(parents=True, exist_ok=True)
-        (base / "release" / name).write_text("\n".join(lines) + "\n")
-    ingest("helios", base / "release", base / "home")
-    return base / "home"
+    return ingested_helios(tmp_path_factory.mktemp("helios_gap"), HELIOS_GAP_FILES)
 
 
 @pytest.fixture(params=["helios_home", "helios_gap_home"])
