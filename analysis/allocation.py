@@ -595,10 +595,9 @@ def _looked_up_steps(ctx: TraceContext, groups: Sequence[str], window: Window,
                                     ("gpus_a", "moment_a", "gpus_b", "moment_b", "piece_peak_gpus")))
         return last, pieces
     cap = cap.with_row_index("piece")
-    at = frame.select(*groups, "x", "gpus", "moment")
 
     def step_at(point: str, suffix: str) -> pl.DataFrame:
-        found = cap.sort(point).join_asof(at, left_on=point, right_on="x", by=by, strategy="backward",
+        found = cap.sort(point).join_asof(frame, left_on=point, right_on="x", by=by, strategy="backward",
                                           check_sortedness=False)
         return found.select("piece", pl.col("gpus").alias(f"gpus_{suffix}"), pl.col("moment").alias(f"moment_{suffix}"))
 
