@@ -241,8 +241,7 @@ def _summed_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> p
     """The rows of `integrable_steps_sql`, to the bit, with the running sums taken in memory on the
     DECIMAL digits as 64-bit integers; None when there are more than `STEPS_SUMMED_IN_MEMORY`
     changes or the sums could leave 64 bits (DuckDB's window then takes them)."""
-    jobs = ctx.one_row(f"SELECT count(*) AS n FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)}")["n"]
-    if 2 * jobs > STEPS_SUMMED_IN_MEMORY:
+    if not _changes_fit_in_memory(ctx):
         return None
     changes = ctx.arrow(f"""
         SELECT {_select_groups(groups)}ts, x, CAST(delta AS DECIMAL(18, {_SCALE})) AS delta,
@@ -260,6 +259,13 @@ def _summed_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> p
                       over(pl.col("delta_x").cum_sum()).alias("moment")))
     return summed.with_columns(pl.Series("gpus", duckdb_decimal_double(summed["gpus"].to_numpy())),
                                pl.Series("moment", duckdb_decimal_double(summed["moment"].to_numpy()))).to_arrow()
+
+
+def _changes_fit_in_memory(ctx: TraceContext) -> bool:
+    """True when the jobs holding GPUs make at most `STEPS_SUMMED_IN_MEMORY` changes (two each)."""
+    jobs = ctx.once("allocated_jobs", lambda: ctx.one_row(
+        f"SELECT count(*) AS n FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)}")["n"])
+    return 2 * jobs <= STEPS_SUMMED_IN_MEMORY
 
 
 def _decimal_digits(column: pa.ChunkedArray) -> np.ndarray | None:
@@ -391,6 +397,58 @@ SELECT {g}k, CAST(SUM(d) AS BIGINT) AS delta,
 FROM levels GROUP BY {g}k"""
 
 
+def _partials_in_memory(ctx: TraceContext, intervals: str, groups: Sequence[str], lo_us: int, hi_us: int,
+                        resolution_us: int) -> pl.DataFrame | None:
+    """The rows of `allocation_partials_sql` over the catalog query `intervals`, the same whole
+    numbers, reduced in memory: each event packed with its group's number into one 64-bit integer
+    (group, then microseconds since lo_us), sorted by NumPy, summed per instant and then per bin.
+    Bins are numbered as DuckDB divides integers (toward zero). None when the changes do not fit
+    in memory (`_changes_fit_in_memory`) or a packed event or a running sum could leave 64 bits
+    (the moments are summed in 128): the query then runs."""
+    if not _changes_fit_in_memory(ctx) or hi_us < lo_us:
+        return None
+    jobs = pl.from_arrow(ctx.arrow(f"SELECT * FROM ({intervals})"))
+    assert isinstance(jobs, pl.DataFrame)
+    keys = jobs.select(groups).unique().with_row_index("code") if groups else pl.DataFrame({"code": [0]})
+    jobs = (jobs.join(keys, on=list(groups), how="left", nulls_equal=True) if groups
+            else jobs.with_columns(pl.lit(0).alias("code")))
+    events = pl.concat([
+        jobs.filter(pl.col("start_us") <= hi_us).select(
+            "code", pl.max_horizontal("start_us", pl.lit(lo_us)).alias("t_us"), pl.col("gpus_micro").alias("d")),
+        jobs.filter(pl.col("end_us") <= hi_us).select(
+            "code", pl.max_horizontal("end_us", pl.lit(lo_us)).alias("t_us"), (-pl.col("gpus_micro")).alias("d"))])
+    schema = {**{g: pl.String for g in groups}, "k": pl.Int64, "delta": pl.Int64, "moment": pl.Decimal(38, 0),
+              "peak_level": pl.Int64, "first_us": pl.Int64}
+    if events.is_empty():
+        return pl.DataFrame(schema=schema)
+    code, d = events["code"].to_numpy().astype(np.int64), events["d"].to_numpy()
+    time_bits = (hi_us - lo_us).bit_length()
+    if int(code.max()).bit_length() + time_bits > 63 or float(np.abs(d).astype(np.float64).sum()) >= _SUMMABLE:
+        return None
+    packed = (code << time_bits) | (events["t_us"].to_numpy() - lo_us)
+    order = np.argsort(packed)
+    packed, d = packed[order], d[order]
+    firsts = np.flatnonzero(np.concatenate([[True], packed[1:] != packed[:-1]]))  # one change per instant
+    change, packed = np.add.reduceat(d, firsts), packed[firsts]
+    code, t_us = packed >> time_bits, (packed & ((1 << time_bits) - 1)) + lo_us
+    k = np.where(t_us >= 0, t_us // resolution_us, -(-t_us // resolution_us))
+    starts = np.flatnonzero(np.concatenate([[True], (code[1:] != code[:-1]) | (k[1:] != k[:-1])]))  # bins
+    running = np.cumsum(change)
+    level = running - np.repeat(running[starts] - change[starts], np.diff(np.append(starts, len(change))))
+    span = np.minimum((k + 1) * resolution_us, hi_us) - t_us  # from the change to the bin's end
+    moments = (pl.Series(change).cast(pl.Int128) * pl.Series(span).cast(pl.Int128)).cum_sum()  # 128 bits: exact
+    lasts = np.append(starts[1:], len(change)) - 1
+    up_to_bin = moments.gather(lasts)
+    lowest = np.iinfo(np.int64).min
+    peak = np.maximum.reduceat(np.where(t_us < hi_us, level, lowest), starts)
+    return pl.DataFrame({
+        **{g: keys[g].gather(code[starts]) for g in groups},
+        "k": k[starts], "delta": np.add.reduceat(change, starts),
+        "moment": up_to_bin - up_to_bin.shift(1, fill_value=0),
+        "peak_level": peak, "first_us": t_us[starts]}).with_columns(
+        pl.when(pl.col("peak_level") != lowest).then(pl.col("peak_level")).alias("peak_level")).cast(schema)
+
+
 def merge_allocation_partials(partials: str, keys: str, groups: Sequence[str], resolution_s: int,
                               window: Window) -> str:
     """A FROM item: allocated GPUs per group and bin of the window from the sweep's `partials`
@@ -429,8 +487,10 @@ FROM carried)"""
 def allocation_bins(ctx: TraceContext, groups: Sequence[str], resolution_s: int, window: Window,
                     engine: Engine | None = None) -> pl.DataFrame:
     """Allocated GPUs per group and bin (`merge_allocation_partials` columns), the sweep's partials
-    computed on `engine` (default: DuckDB on the catalog's connection) and merged here. DuckDB's
-    partials are kept between runs (another engine's are not: the report names the engine that ran)."""
+    computed on `engine` (default: DuckDB on the catalog's connection) and merged here. On DuckDB,
+    the local engine, the partials are reduced in memory where they fit (`_partials_in_memory`, the
+    same rows). DuckDB's partials are kept between runs (another engine's are not: the report names
+    the engine that ran)."""
     from ddlx.analysis.engines import DuckDBEngine
 
     lo_us, hi_us = round(window.lo * _MICRO), round(window.hi * _MICRO)
@@ -441,6 +501,10 @@ def allocation_bins(ctx: TraceContext, groups: Sequence[str], resolution_s: int,
     partials_sql = allocation_partials_sql(name, groups, lo_us, hi_us, resolution_s * _MICRO)
 
     def reduce() -> pl.DataFrame:
+        in_memory = (_partials_in_memory(ctx, intervals, groups, lo_us, hi_us, resolution_s * _MICRO)
+                     if engine.name == DuckDBEngine.name else None)
+        if in_memory is not None:
+            return in_memory
         engine.register_local(name, ctx.con, intervals)
         return pl.from_arrow(engine.query(partials_sql, "allocation sweep"))  # type: ignore[return-value]
 

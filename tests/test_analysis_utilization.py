@@ -311,6 +311,80 @@ def test_steps_looked_up_in_memory_give_what_the_asof_joins_give(capacity_home: 
     assert in_memory.equals(by_asof)
 
 
+def _partials_both_ways(ctx, intervals: str, groups: tuple[str, ...], lo_us: int, hi_us: int,
+                        resolution_us: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The sweep's partial results by the query and reduced in memory, rows sorted alike."""
+    ctx.execute(f"CREATE OR REPLACE TEMP VIEW test_intervals AS {intervals}")
+    by_query = ctx.query(allocation.allocation_partials_sql("test_intervals", groups, lo_us, hi_us, resolution_us))
+    in_memory = allocation._partials_in_memory(ctx, intervals, groups, lo_us, hi_us, resolution_us)
+    assert in_memory is not None
+    order = [*groups, "k"]
+    return by_query.sort(order, nulls_last=True), in_memory.sort(order, nulls_last=True)
+
+
+@pytest.mark.parametrize("home_name,trace", [("sweep_home", "lab"), ("helios_gap_home", "helios"), ("pai_home", "pai")])
+@pytest.mark.parametrize("window_of", [allocation.trace_window, allocation.active_window])
+@pytest.mark.parametrize("resolution_s", [1800, 3600, 7 * 86400])
+def test_partials_reduced_in_memory_are_the_query_rows(request: pytest.FixtureRequest, home_name: str, trace: str,
+                                                       window_of, resolution_s: int) -> None:
+    """Every grouping, window and bin width: the partials reduced in memory are the rows of
+    `allocation_partials_sql` on DuckDB, column types and all."""
+    home = request.getfixturevalue(home_name)
+    with open_trace(home, trace, cache=False) as ctx:
+        window = window_of(ctx)
+        assert window is not None
+        lo_us, hi_us = round(window.lo * 1e6), round(window.hi * 1e6)
+        for groups in [(), ("cluster",), ("cluster", "vc"), ("cluster", "gpu_type")]:
+            by_query, in_memory = _partials_both_ways(ctx, allocation.job_intervals_sql(ctx, groups), groups,
+                                                      lo_us, hi_us, resolution_s * 1_000_000)
+            assert by_query.height >= 1
+            assert in_memory.equals(by_query), groups
+
+
+#: Hand-made sweep input (Unix microseconds; millionths of a GPU), bins of 10 s, window [0 s, 30 s]:
+#:   a: 1 GPU from -5 s (counted from 0) to 12 s; 2 GPUs from 12 s, no end; 0.5 GPU from 25 s to 40 s
+#:      (its end is after the window: left out); b starts after the window (nothing).
+#:   NULL cluster: 1 GPU from 3 s to 30 s (its end, at the window end, falls in bin 3).
+HAND_INTERVALS = """SELECT * FROM (VALUES ('a', -5000000, 12000000, 1000000), ('a', 12000000, NULL, 2000000),
+                                          ('a', 25000000, 40000000, 500000), (NULL, 3000000, 30000000, 1000000),
+                                          ('b', 35000000, 36000000, 1000000))
+                    AS t(cluster, start_us, end_us, gpus_micro)"""
+
+
+def test_partials_in_memory_by_hand(sweep_home: Path) -> None:
+    """The partials of `HAND_INTERVALS`, worked out by hand: per bin the net change, the moment
+    (change x microseconds to the bin's end), the peak running sum before the window end and the
+    first change; and, with a window starting before 1970, bins numbered as DuckDB divides."""
+    with open_trace(sweep_home, "lab", cache=False) as ctx:
+        by_query, in_memory = _partials_both_ways(ctx, HAND_INTERVALS, ("cluster",), 0, 30_000_000, 10_000_000)
+        assert in_memory.equals(by_query)
+        assert in_memory.with_columns(pl.col("moment").cast(pl.Int64)).rows() == [
+            # a: +1 at 0 (bin 0: 1 x 10 s); -1 + 2 at 12 s (bin 1: 1 x 8 s); +0.5 at 25 s (bin 2: 0.5 x 5 s)
+            ("a", 0, 1_000_000, 10_000_000_000_000, 1_000_000, 0),
+            ("a", 1, 1_000_000, 8_000_000_000_000, 1_000_000, 12_000_000),
+            ("a", 2, 500_000, 2_500_000_000_000, 500_000, 25_000_000),
+            # NULL: +1 at 3 s (1 x 7 s); -1 at 30 s, the window end: bin 3, no time left, no peak
+            (None, 0, 1_000_000, 7_000_000_000_000, 1_000_000, 3_000_000),
+            (None, 3, -1_000_000, 0, None, 30_000_000)]
+        before_1970 = """SELECT * FROM (VALUES ('a', -15000000, -5000000, 1000000), ('a', -3000000, 2000000, 1000000))
+                         AS t(cluster, start_us, end_us, gpus_micro)"""
+        by_query, in_memory = _partials_both_ways(ctx, before_1970, ("cluster",), -20_000_000, 5_000_000, 10_000_000)
+        assert in_memory.equals(by_query)
+        assert in_memory["k"].to_list() == [-1, 0]  # -15 s in bin -1; -5 s, -3 s and 2 s all in bin 0 (toward zero)
+
+
+def test_allocation_series_reduced_by_the_query_when_too_many_changes(sweep_home: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `STEPS_SUMMED_IN_MEMORY` the partials come from the query: the same series."""
+    def series() -> pl.DataFrame:
+        with open_trace(sweep_home, "lab", cache=False) as ctx:
+            return allocation.allocation_series(ctx, ("cluster", "vc"), 1800)
+
+    in_memory = series()
+    monkeypatch.setattr(allocation, "STEPS_SUMMED_IN_MEMORY", 0)
+    assert series().equals(in_memory) and in_memory["mean_gpus"].sum() > 0
+
+
 # -- PAI: the five-job fixture ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pai_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
