@@ -231,6 +231,8 @@ def duckdb_decimal_double(unscaled: np.ndarray, scale: int = _SCALE) -> np.ndarr
     the whole part plus the fraction / 10^scale (whole part truncated toward zero). True divisions
     (NumPy's): a product with the reciprocal would differ in the last bit."""
     power = 10 ** scale
+    if not len(unscaled) or (unscaled.min() >= -2 ** 53 and unscaled.max() <= 2 ** 53):
+        return unscaled.astype(np.float64) / power  # every one exact in a DOUBLE
     whole = np.sign(unscaled) * (np.abs(unscaled) // power)
     fraction = unscaled - whole * power
     return np.where(np.abs(unscaled) <= 2 ** 53, unscaled.astype(np.float64) / power,
@@ -263,7 +265,7 @@ def _summed_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> p
 
 def _changes_fit_in_memory(ctx: TraceContext) -> bool:
     """True when the jobs holding GPUs make at most `STEPS_SUMMED_IN_MEMORY` changes (two each)."""
-    jobs = ctx.once("allocated_jobs", lambda: ctx.one_row(
+    jobs = ctx.once(f"allocated_jobs_held_open_{ctx.holds_open('job')}", lambda: ctx.one_row(
         f"SELECT count(*) AS n FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)}")["n"])
     return 2 * jobs <= STEPS_SUMMED_IN_MEMORY
 

@@ -59,6 +59,10 @@ def test_decimal_digits_become_the_doubles_duckdb_casts_them_to() -> None:
                       FROM digits""").to_arrow_table()["d"].to_numpy()
     ours = allocation.duckdb_decimal_double(digits)
     assert (ours.view(np.uint64) == cast.view(np.uint64)).all()
+    exact = (digits >= -(2 ** 53)) & (digits <= 2 ** 53)  # all exact in a DOUBLE: one division each
+    assert 0 < exact.sum() < len(digits)
+    assert (allocation.duckdb_decimal_double(digits[exact]).view(np.uint64) == cast[exact].view(np.uint64)).all()
+    assert len(allocation.duckdb_decimal_double(digits[:0])) == 0
     # A product with the reciprocal is not the cast: 5.15 GPUs would become 5.1499999999999995.
     assert (digits * 1e-6 != cast).any()
 
