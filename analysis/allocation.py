@@ -402,11 +402,9 @@ FROM levels GROUP BY {g}k"""
 def _partials_in_memory(ctx: TraceContext, intervals: str, groups: Sequence[str], lo_us: int, hi_us: int,
                         resolution_us: int) -> pl.DataFrame | None:
     """The rows of `allocation_partials_sql` over the catalog query `intervals`, the same whole
-    numbers, reduced in memory: each event packed with its group's number into one 64-bit integer
-    (group, then microseconds since lo_us), sorted by NumPy, summed per instant and then per bin.
-    Bins are numbered as DuckDB divides integers (toward zero). None when the changes do not fit
-    in memory (`_changes_fit_in_memory`) or a packed event or a running sum could leave 64 bits
-    (the moments are summed in 128): the query then runs."""
+    numbers, reduced in memory (`_bin_partials`). None when the changes do not fit in memory
+    (`_changes_fit_in_memory`) or a packed event or a running sum could leave 64 bits: the query
+    then runs."""
     if not _changes_fit_in_memory(ctx) or hi_us < lo_us:
         return None
     jobs = pl.from_arrow(ctx.arrow(f"SELECT * FROM ({intervals})"))
@@ -414,7 +412,7 @@ def _partials_in_memory(ctx: TraceContext, intervals: str, groups: Sequence[str]
     keys = jobs.select(groups).unique().with_row_index("code") if groups else pl.DataFrame({"code": [0]})
     jobs = (jobs.join(keys, on=list(groups), how="left", nulls_equal=True) if groups
             else jobs.with_columns(pl.lit(0).alias("code")))
-    events = pl.concat([
+    events = pl.concat([  # changes before the window count at its start, those after it not at all
         jobs.filter(pl.col("start_us") <= hi_us).select(
             "code", pl.max_horizontal("start_us", pl.lit(lo_us)).alias("t_us"), pl.col("gpus_micro").alias("d")),
         jobs.filter(pl.col("end_us") <= hi_us).select(
@@ -427,28 +425,35 @@ def _partials_in_memory(ctx: TraceContext, intervals: str, groups: Sequence[str]
     time_bits = (hi_us - lo_us).bit_length()
     if int(code.max()).bit_length() + time_bits > 63 or float(np.abs(d).astype(np.float64).sum()) >= _SUMMABLE:
         return None
-    packed = (code << time_bits) | (events["t_us"].to_numpy() - lo_us)
+    bins = _bin_partials((code << time_bits) | (events["t_us"].to_numpy() - lo_us), d, time_bits, lo_us, hi_us,
+                         resolution_us)
+    code = bins.pop("code")
+    return pl.DataFrame({**{g: keys[g].gather(code) for g in groups}, **bins}).cast(schema)
+
+
+def _bin_partials(packed: np.ndarray, d: np.ndarray, time_bits: int, lo_us: int, hi_us: int,
+                  resolution_us: int) -> dict[str, Any]:
+    """Per group and bin, the columns of `allocation_partials_sql` (and `code`, the group's number)
+    from the events packed as (group number << time_bits) | (microseconds since lo_us), each
+    changing its group's level by `d`: sorted once by NumPy, summed per instant, then per bin.
+    Bins are numbered as DuckDB divides integers (toward zero); the moments are summed in 128 bits."""
     order = np.argsort(packed)
     packed, d = packed[order], d[order]
     firsts = np.flatnonzero(np.concatenate([[True], packed[1:] != packed[:-1]]))  # one change per instant
     change, packed = np.add.reduceat(d, firsts), packed[firsts]
     code, t_us = packed >> time_bits, (packed & ((1 << time_bits) - 1)) + lo_us
     k = np.where(t_us >= 0, t_us // resolution_us, -(-t_us // resolution_us))
-    starts = np.flatnonzero(np.concatenate([[True], (code[1:] != code[:-1]) | (k[1:] != k[:-1])]))  # bins
+    starts = np.flatnonzero(np.concatenate([[True], (code[1:] != code[:-1]) | (k[1:] != k[:-1])]))
     running = np.cumsum(change)
     level = running - np.repeat(running[starts] - change[starts], np.diff(np.append(starts, len(change))))
-    span = np.minimum((k + 1) * resolution_us, hi_us) - t_us  # from the change to the bin's end
-    moments = (pl.Series(change).cast(pl.Int128) * pl.Series(span).cast(pl.Int128)).cum_sum()  # 128 bits: exact
-    lasts = np.append(starts[1:], len(change)) - 1
-    up_to_bin = moments.gather(lasts)
+    span = np.minimum((k + 1) * resolution_us, hi_us) - t_us  # from the change to its bin's end
+    moments = (pl.Series(change).cast(pl.Int128) * pl.Series(span).cast(pl.Int128)).cum_sum()
+    up_to_bin = moments.gather(np.append(starts[1:], len(change)) - 1)
     lowest = np.iinfo(np.int64).min
-    peak = np.maximum.reduceat(np.where(t_us < hi_us, level, lowest), starts)
-    return pl.DataFrame({
-        **{g: keys[g].gather(code[starts]) for g in groups},
-        "k": k[starts], "delta": np.add.reduceat(change, starts),
-        "moment": up_to_bin - up_to_bin.shift(1, fill_value=0),
-        "peak_level": peak, "first_us": t_us[starts]}).with_columns(
-        pl.when(pl.col("peak_level") != lowest).then(pl.col("peak_level")).alias("peak_level")).cast(schema)
+    peak = pl.Series(np.maximum.reduceat(np.where(t_us < hi_us, level, lowest), starts))
+    return {"code": code[starts], "k": k[starts], "delta": np.add.reduceat(change, starts),
+            "moment": up_to_bin - up_to_bin.shift(1, fill_value=0),
+            "peak_level": peak.set(peak == lowest, None), "first_us": t_us[starts]}
 
 
 def merge_allocation_partials(partials: str, keys: str, groups: Sequence[str], resolution_s: int,
