@@ -400,3 +400,39 @@ def test_more_than_six_groups_become_small_multiples(tmp_path: Path) -> None:
     # Jobs per VC: j0..j29 round-robin over 8 VCs -> v0..v5 have 4 jobs, v6 and v7 have 3.
     assert {s.name for s in second.series} == {"many / v6 (n=3)", "many / v7 (n=3)"}
     assert first.notes[0].startswith("Panel 1 of 2: groups (cluster, vc) ranked 1-6")
+
+
+def _plotly_validated(figure: dict) -> dict:
+    """`figure` built and checked by plotly's own figure objects, without their template."""
+    import copy
+
+    import plotly.graph_objects as go
+
+    built = go.Figure(copy.deepcopy(figure)).to_plotly_json()  # go.Figure takes its input apart
+    built["layout"].pop("template", None)
+    return built
+
+
+def test_figures_are_what_plotly_itself_builds(lab: AnalysisResult, pai: AnalysisResult) -> None:
+    """The figures are written as plain traces and layout; plotly's figure objects, which check
+    every property, make the same JSON of each chart of two reports and of hand-made charts that
+    take every branch (bars, stacks, bands, dashes, categories, log and percent axes)."""
+    from ddlx.reports.model import Chart, Series
+
+    drawn = [c for result in (lab, pai) for c in build_report(result).charts]
+    assert {c.kind for c in drawn} >= {"cdf", "bar", "time"}
+    banded = Series("mean", "t", [1, 2, 3], [0.2, 0.5, 0.4], 3, dashed=True, band_low=[0.1, 0.4, 0.3],
+                    band_high=[0.3, 0.6, None])
+    many = [Series(f"<b>s{k}</b>", "t", [1, 2], [k, k + 1], 2, colour=k) for k in range(9)]
+    labels = [f"cluster-{k} / vc-{k:03d}" for k in range(12)]
+    drawn += [
+        Chart("band", "m", "line", "t", "x", "y", [], [banded, many[0]], [], "SELECT 1", "", x_log=True,
+              x_seconds=True, y_percent=True),
+        Chart("many", "m", "cdf", "t", "x", "y", [], many, [], "SELECT 1", "", y_log=True, x_percent=True),
+        Chart("stack", "m", "stack", "t", "x", "y", [], many[:3], [], "SELECT 1", "", x_categories=labels),
+        Chart("dates", "m", "time", "t", "x", "y", [], many[:2], [], "SELECT 1", "", x_type="date"),
+    ]
+    for chart in drawn:
+        figure = charts.figure(chart)
+        assert json.loads(charts.script_json(figure)) == json.loads(charts.script_json(_plotly_validated(figure))), \
+            chart.id
