@@ -21,6 +21,10 @@ result has at most `SMALL_RESULT_ROWS` rows is kept under its text (`small_resul
 quantiles and CDFs of the modules, so that a run with other options recomputes only what they change.
 A query run while a kept result is being computed is not kept on its own (that result is kept whole).
 
+Modules running at the same time on two connections (`ddlx.analysis.runner`) share one
+`ResultCache`: what one computes the other reads, and each thread counts its own results being
+computed.
+
 Kept results are a cache, never data. They are written when the run's analysis has succeeded (a
 failed run keeps nothing); a result that cannot be written (a read-only or full disk) or read (a
 damaged or vanished file) is computed as if it had never been kept. A run that writes also removes
@@ -37,6 +41,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -113,18 +118,34 @@ def analysis_cache_folder(cache_dir: Path | None = None) -> Path:
 class ResultCache:
     """Kept results of one trace's store version (`folder`), or none (`folder` None: nothing is
     read or written). `read` counts the results read this run, `written` those kept for later runs;
-    results computed this run wait in `pending` until `commit`."""
+    results computed this run wait in `pending` until `commit`. Safe to share between threads."""
 
     folder: Path | None
     #: The store version folder the results are computed from.
     store_dir: Path | None = None
-    read: int = 0
     written: int = 0
     pending: list[tuple[str, pl.DataFrame | tuple[pl.DataFrame, ...]]] = field(default_factory=list)
-    #: How many kept results are being computed (nested); queries run meanwhile are not kept alone.
-    computing: int = 0
     #: Results read or computed this run, by file stem: asked for again, they are not read twice.
     this_run: dict[str, pl.DataFrame | tuple[pl.DataFrame, ...]] = field(default_factory=dict)
+    #: The stems of the results read from earlier runs.
+    read_stems: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: Per thread, how many kept results it is computing (nested): its queries meanwhile are not kept alone.
+    _threads: threading.local = field(default_factory=threading.local, repr=False)
+
+    @property
+    def read(self) -> int:
+        """How many kept results this run read from earlier runs (each counted once)."""
+        return len(self.read_stems)
+
+    @property
+    def computing(self) -> int:
+        """How many kept results the calling thread is computing (nested)."""
+        return getattr(self._threads, "computing", 0)
+
+    @computing.setter
+    def computing(self, value: int) -> None:
+        self._threads.computing = value
 
     @classmethod
     def open(cls, trace: str, store_dir: Path, enabled: bool = True, cache_dir: Path | None = None) -> ResultCache:
@@ -188,8 +209,9 @@ class ResultCache:
             return self.this_run[stem]
         kept = self._read(stem)
         if kept is not None:
-            self.read += 1
-            self.this_run[stem] = kept
+            with self._lock:
+                self.read_stems.add(stem)
+                self.this_run.setdefault(stem, kept)
         return kept
 
     @staticmethod
@@ -199,13 +221,18 @@ class ResultCache:
         return f"{name}-{digest}"
 
     def _keep(self, stem: str, result: pl.DataFrame | tuple[pl.DataFrame, ...]) -> None:
-        """Keep `result` under `stem` at `commit`; asked for again this run, it is not computed again."""
-        self.this_run[stem] = result
-        self.pending.append((stem, result))
+        """Keep `result` under `stem` at `commit`; asked for again this run, it is not computed again
+        (computed at the same time by two threads, it is kept once)."""
+        with self._lock:
+            if stem in self.this_run:
+                return
+            self.this_run[stem] = result
+            self.pending.append((stem, result))
 
     def commit(self) -> None:
         """Keep the results computed so far (the run succeeded); any failure stops keeping."""
-        pending, self.pending = self.pending, []
+        with self._lock:
+            pending, self.pending = self.pending, []
         if self.folder is None or not pending:
             return
         try:

@@ -10,6 +10,7 @@ records allow is declared by that trace (`ddlx.analysis.trace_parts`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Iterator
@@ -71,6 +72,8 @@ class TraceContext:
     views: set[str] = field(default_factory=set)
     info: TraceInfo | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    #: How an imported dataset was read (the manifest's `adapter_options`): its canonical views.
+    import_options: dict[str, Any] = field(default_factory=dict)
     #: Closes the connection and lets go of the store versions it holds (`catalog.reading`).
     held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
     #: The reduction engine, once a module asked for it (`engine`).
@@ -321,6 +324,29 @@ class TraceContext:
             self.con.close()
             self.held.close()
 
+    @contextlib.contextmanager
+    def second_connection(self) -> Iterator[TraceContext]:
+        """This trace on a second connection to the same catalog, for modules run at the same time
+        as this context's (`ddlx.analysis.runner`): its own temporary tables, registered frames,
+        results computed once (`once`) and holding of open records; the same kept results
+        (`cache`), options and memory limit (one DuckDB database holds both connections). Closed
+        at the end of the block, keeping nothing itself (this context keeps the results at its end)."""
+        cursor = self.con.cursor()
+        try:
+            prepare_connection(cursor)
+            views = (_open_views(cursor, self.trace, self.tables, self.home, self.import_options)
+                     if self.views else set())
+        except BaseException:
+            cursor.close()
+            raise
+        other = dataclasses.replace(self, con=cursor, views=views, held=contextlib.ExitStack(), _engine=None,
+                                    _computed={}, _materialized={}, _made=set(), _makers={},
+                                    unlogged_ends=set(self.unlogged_ends))
+        try:
+            yield other
+        finally:
+            other.close()
+
     def __enter__(self) -> "TraceContext":
         return self
 
@@ -360,9 +386,7 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack, require_jobs: bool
     if registration is None or (require_jobs and not has_jobs):
         raise CatalogError(f"no jobs of trace '{trace}' in {home}; ingest or import it first "
                            f"(ddlx datasets ingest|import){did_you_mean(trace, [*TRACES, *registrations])}")
-    # DuckDB runs an ASOF join as a nested loop when it expects a small left side, and it expects
-    # generated time bins to be few: with a million bins that loop takes minutes, not a second.
-    con.execute("SET asof_loop_join_threshold = 0")
+    prepare_connection(con)
     tables = set(registration.tables) | set(registration.manifest.get("views", {}))
     known = TRACES.get(trace)
     zone, earliest = (known.source_tz if known else None), None
@@ -396,10 +420,18 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack, require_jobs: bool
                         has_calendar_dates=wall_clock and (known.calendar_dates if known else True),
                         starts_recorded=True if known else starts_recorded(import_spec),
                         unlogged_ends=set(known.unlogged_ends) if known else set(),
-                        provenance=provenance, info=known, held=held,
+                        provenance=provenance, info=known, held=held, import_options=import_spec,
                         cache=ResultCache.open(trace, registration.store_dir, cache),
                         # the canonical views are views of the jobs: none without them
                         views=_open_views(con, trace, tables, home, import_spec) if has_jobs else set())
+
+
+def prepare_connection(con: duckdb.DuckDBPyConnection) -> None:
+    """The settings of one connection an analysis queries on."""
+    con.execute("SET enable_progress_bar = false")
+    # DuckDB runs an ASOF join as a nested loop when it expects a small left side, and it expects
+    # generated time bins to be few: with a million bins that loop takes minutes, not a second.
+    con.execute("SET asof_loop_join_threshold = 0")
 
 
 def _open_views(con: duckdb.DuckDBPyConnection, trace: str, tables: set[str], home: Path,

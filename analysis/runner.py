@@ -1,16 +1,38 @@
-"""Running the analysis modules on one trace of the catalog."""
+"""Running the analysis modules on one trace of the catalog.
+
+The modules run on two connections at once where the trace is small enough (`CONCURRENT_MAX_JOBS`):
+DuckDB keeps both cores busy within a query, but a module's own NumPy and Python work, and the
+serial parts of DuckDB's plans, leave one core idle most of the time; a second module fills it. The
+two connections share one DuckDB database, so its memory limit holds for both, and one set of
+kept results (`ddlx.analysis.cache`). Results are the same either way and are returned in the
+modules' order.
+"""
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ddlx.analysis.context import open_trace
-from ddlx.analysis.model import AnalysisResult
+from ddlx.analysis.context import TraceContext, open_trace
+from ddlx.analysis.model import AnalysisResult, ModuleResult
 from ddlx.analysis.modules import MODULES, load
 from ddlx.errors import UsageError
 from ddlx.reproduce.run import profiles_for, reproduce_on
+
+#: Modules that read what another of them leaves on its connection, so they run on one connection,
+#: in order, after the papers' figures: utilization makes the allocation steps that queueing's
+#: load at submission reads, and the papers' figures share PAI's join of tasks with their sensor
+#: rows with utilization. The other modules run on the second connection.
+FIRST_CONNECTION: tuple[str, ...] = ("utilization", "queueing")
+
+#: The most jobs a trace may have for its modules to run on two connections at once: beyond it the
+#: modules' work held in memory (the allocation steps summed in memory up to
+#: `allocation.STEPS_SUMMED_IN_MEMORY` changes, two a job; the co-location sweep's sorts) would be
+#: held twice, and the modules run one after the other.
+CONCURRENT_MAX_JOBS = 2_000_000
 
 
 class UnknownModuleError(UsageError):
@@ -40,13 +62,103 @@ def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
         ctx.options.update(options or {})
         result = AnalysisResult(trace, ctx.synthetic, ctx.provenance, wall_clock=ctx.has_wall_clock,
                                 calendar_dates=ctx.has_calendar_dates, options=dict(options or {}))
-        result.reproductions = [reproduce_on(ctx, profile) for profile in profiles_for(trace)]
-        for name in names:
-            if progress:
-                progress(f"{trace}: {name}")
-            module = load(name).analyze(ctx)
-            module.apply_checks()
-            result.modules.append(module)
+        done: dict[str, ModuleResult] = {}
+
+        def run(on: TraceContext, lane: list[str], stop: threading.Event, with_papers: bool = False) -> None:
+            if with_papers:
+                result.reproductions = [reproduce_on(on, profile) for profile in profiles_for(trace)]
+            for name in lane:
+                if stop.is_set():
+                    return
+                if progress:
+                    progress(f"{trace}: {name}")
+                module = load(name).analyze(on)
+                module.apply_checks()
+                done[name] = module
+
+        first = [n for n in names if n in FIRST_CONNECTION]
+        second = [n for n in names if n not in FIRST_CONNECTION]
+        if second and _runs_concurrently(ctx):
+            in_two_lanes(ctx, lambda on, stop: run(on, first, stop, with_papers=True),
+                         lambda on, stop: run(on, second, stop))
+        else:
+            run(ctx, names, threading.Event(), with_papers=True)
+        result.modules = [done[name] for name in names]
         ctx.cache.commit()
         result.provenance = {**result.provenance, "kept_results": ctx.cache.summary()}
         return result
+
+
+def _runs_concurrently(ctx: TraceContext) -> bool:
+    """True when the modules of `ctx`'s trace run on two connections: the machine has two cores or
+    more, DuckDB is the engine (another engine's session is one per run) and the trace has at most
+    `CONCURRENT_MAX_JOBS` jobs."""
+    if (os.cpu_count() or 1) < 2 or (ctx.options.get("engine") or "duckdb") != "duckdb":
+        return False
+    return ctx.one_row(f"SELECT count(*) AS n FROM {ctx.jobs}")["n"] <= CONCURRENT_MAX_JOBS
+
+
+Lane = Callable[[TraceContext, threading.Event], None]
+
+#: How often a failed lane interrupts the other's queries until it has returned, seconds.
+INTERRUPT_EVERY_S = 0.05
+
+
+def in_two_lanes(ctx: TraceContext, first: Lane, second: Lane) -> None:
+    """Run `first` on `ctx` in this thread and `second` on a second connection to the same catalog
+    (`TraceContext.second_connection`) in another, at once. Each is given an event set when the
+    other failed, to stop between steps. The first failure (an error, or an interrupt in this
+    thread) stops the other lane: its queries are interrupted until it has returned. That failure
+    is raised once both lanes have stopped."""
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+    first_done, second_done = threading.Event(), threading.Event()
+
+    def record(exc: BaseException) -> None:
+        with lock:
+            if not failures:
+                failures.append(exc)
+        stop.set()
+
+    def finish(exc: BaseException | None, done: threading.Event, other_con: Any, other_done: threading.Event) -> None:
+        """A lane has returned (or failed with `exc`): a failure interrupts the other lane's queries
+        until it has returned too (a query started just after an interrupt is interrupted again)."""
+        done.set()
+        if exc is None:
+            return
+        record(exc)
+        while not other_done.wait(INTERRUPT_EVERY_S):
+            other_con.interrupt()
+
+    with ctx.second_connection() as other:
+        def run_second() -> None:
+            failure = None
+            try:
+                second(other, stop)
+            except BaseException as exc:  # noqa: BLE001 - raised in the first lane's thread
+                failure = exc
+            finish(failure, second_done, ctx.con, first_done)
+
+        thread = threading.Thread(target=run_second, name="ddlx-analysis-second-connection", daemon=True)
+        thread.start()
+        try:
+            failure = None
+            try:
+                first(ctx, stop)
+            except BaseException as exc:  # noqa: BLE001 - raised below, once both lanes stopped
+                failure = exc
+            finish(failure, first_done, other.con, second_done)
+            thread.join()
+        except BaseException as exc:  # noqa: BLE001 - an interrupt while waiting for the other lane
+            first_done.set()
+            record(exc)
+        finally:
+            while thread.is_alive():  # stopped: never close its connection under it
+                try:
+                    other.con.interrupt()
+                    thread.join(INTERRUPT_EVERY_S)
+                except BaseException as exc:  # noqa: BLE001 - a second interrupt while it stops
+                    record(exc)
+    if failures:
+        raise failures[0]

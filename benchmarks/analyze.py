@@ -7,10 +7,12 @@ Helios-size utilisation series. Prints a table of wall time and peak memory.
 Steps:
 - `ddlx analyze pai-trace` (every module) on a scale `--scale` trace (target: under 10 s, 2 GB = 1,907 MiB):
   the first run on the catalog (it computes everything and keeps the heaviest intermediate
-  results, `ddlx.analysis.cache`), the same again (it reads them), and with `--no-cache`; then
-  through the library with the time of each part, everything computed and with the kept results
-  read: importing ddlx, opening the catalog and reproducing the papers' figures, each module,
-  writing the results and the report;
+  results, `ddlx.analysis.cache`, in a cache folder of its own under `--workdir`), the same again
+  (it reads them), and with `--no-cache`; then through the library with the time of each part,
+  everything computed and with the kept results read: importing ddlx, opening the catalog and
+  reproducing the papers' figures, each module, writing the results and the report. The command
+  runs the modules on two connections at once (`ddlx.analysis.runner`); to time each part alone,
+  the per-part runs take them one after the other, so their total is more than the command's;
 - at `--pandas-scale` and at `--scale`: the pandas pipeline, and ddlx computing the same outputs
   through its library on the ingested catalog (target: ddlx at least 10x faster). The pandas
   pipeline reads the release CSVs as the notebooks do (time shown with and without the
@@ -29,6 +31,7 @@ what a previous run left.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -129,8 +132,10 @@ PER_MODULE = r'''
 import json, sys, time
 started = time.perf_counter()
 from pathlib import Path
+from ddlx.analysis import runner
 from ddlx.analysis.runner import run_analysis
 from ddlx.reports.results import write_results
+runner.CONCURRENT_MAX_JOBS = -1  # one module after the other: the time of each part alone
 home, out, cache = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "kept"
 marks = [("import ddlx", started), ("open the catalog, reproduce the papers' figures", time.perf_counter())]
 result = run_analysis(home, "pai", cache=cache, progress=lambda message: marks.append(
@@ -192,7 +197,8 @@ def main() -> None:
     rows: list[tuple[str, float, float | None, float | None]] = []
 
     _, home = ensure_pai(workdir, args.scale, args.reuse, rows)
-    shutil.rmtree(home / ".cache", ignore_errors=True)  # what earlier runs kept
+    os.environ["DDLX_CACHE_DIR"] = str(workdir / "cache")  # kept results of this run's ddlx alone
+    shutil.rmtree(workdir / "cache", ignore_errors=True)  # what earlier runs kept
     seconds, rss = analyze(home, workdir / "results-full", "pai-trace")
     rows.append((f"ddlx analyze pai-trace (scale {args.scale:g}, all modules), first run", seconds, rss, None))
     seconds, rss = analyze(home, workdir / "results-full", "pai-trace")

@@ -107,6 +107,21 @@ def cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
 
 
 @pytest.fixture
+def duckdb_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB on one thread for every catalog connection: two runs compared to the bit then differ
+    only where their code does (DuckDB's parallel sums differ in the last bit from run to run)."""
+    from ddlx.datasets import catalog
+
+    bound = catalog.bound_memory
+
+    def bound_on_one_thread(con, spill_dir: Path) -> None:
+        bound(con, spill_dir)
+        con.execute("SET threads = 1")
+
+    monkeypatch.setattr(catalog, "bound_memory", bound_on_one_thread)
+
+
+@pytest.fixture
 def pai_release(tmp_path: Path) -> Path:
     return write_pai_release(tmp_path / "release")
 

@@ -14,7 +14,6 @@ from ddlx.analysis.cache import _source_files, analysis_cache_folder, source_fin
 from ddlx.analysis.context import open_trace
 from ddlx.analysis.model import AnalysisResult
 from ddlx.analysis.runner import run_analysis
-from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
 from ddlx.datasets.traces.pai.generator import generate as generate_pai
 from ddlx.reports.results import write_results
@@ -24,16 +23,7 @@ from tests.conftest import write_pai_release
 SCALE = 0.004
 
 
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    """DuckDB on one thread: runs compared to the bit then differ only where a kept result would."""
-    bound = catalog.bound_memory
-
-    def bound_on_one_thread(con, spill_dir: Path) -> None:
-        bound(con, spill_dir)
-        con.execute("SET threads = 1")
-
-    monkeypatch.setattr(catalog, "bound_memory", bound_on_one_thread)
+pytestmark = pytest.mark.usefixtures("duckdb_on_one_thread")
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +47,7 @@ def _outputs(result: AnalysisResult) -> tuple[dict[str, pl.DataFrame], list[dict
     return tables, findings
 
 
-def _assert_same(a: AnalysisResult, b: AnalysisResult) -> None:
+def assert_same_results(a: AnalysisResult, b: AnalysisResult) -> None:
     tables_a, findings_a = _outputs(a)
     tables_b, findings_b = _outputs(b)
     assert tables_a.keys() == tables_b.keys()
@@ -80,10 +70,10 @@ def test_a_run_reading_kept_results_gives_exactly_what_computing_them_gives(gene
     assert not (generated_home / ".cache").exists() and Path(made["folder"]).is_relative_to(analysis_cache_folder())
     second = run_analysis(generated_home, "pai")
     assert second.provenance["kept_results"] == {"folder": made["folder"], "read": made["kept"], "kept": 0}
-    _assert_same(first, second)
+    assert_same_results(first, second)
     computed = run_analysis(generated_home, "pai", cache=False)
     assert computed.provenance["kept_results"] == {"folder": None, "read": 0, "kept": 0}
-    _assert_same(second, computed)
+    assert_same_results(second, computed)
 
 
 def test_a_new_store_version_never_reads_the_old_ones_results(tmp_path: Path) -> None:
@@ -100,7 +90,7 @@ def test_a_new_store_version_never_reads_the_old_ones_results(tmp_path: Path) ->
     assert not old_folder.parent.exists()  # the old version's results went with the first write
     assert Path(kept["folder"]).is_dir()
     computed = run_analysis(home, "pai", cache=False)
-    _assert_same(second, computed)
+    assert_same_results(second, computed)
     colocation = [f"{m.module}/{t.name}" for m in second.modules for t in m.tables if "colocation" in t.name]
     assert colocation  # and the data differ, so reading the old results would have shown
     assert not _outputs(first)[0][colocation[0]].equals(_outputs(second)[0][colocation[0]])
@@ -115,7 +105,7 @@ def test_damaged_kept_results_are_computed_again(small_home: Path) -> None:
     again = run_analysis(small_home, "pai")
     assert again.provenance["kept_results"]["read"] == 0
     assert again.provenance["kept_results"]["kept"] == first.provenance["kept_results"]["kept"]
-    _assert_same(first, again)
+    assert_same_results(first, again)
     assert run_analysis(small_home, "pai").provenance["kept_results"]["read"] == again.provenance[
         "kept_results"]["kept"]  # replaced by good ones
 
@@ -151,7 +141,7 @@ def test_a_cache_that_cannot_be_written_is_no_cache(small_home: Path, tmp_path: 
     monkeypatch.setenv("DDLX_CACHE_DIR", str(tmp_path / "file"))
     result = run_analysis(small_home, "pai")
     assert result.provenance["kept_results"] == {"folder": None, "read": 0, "kept": 0}
-    _assert_same(result, run_analysis(small_home, "pai", cache=False))
+    assert_same_results(result, run_analysis(small_home, "pai", cache=False))
 
 
 def test_the_report_says_what_was_read_and_kept(small_home: Path, tmp_path: Path) -> None:

@@ -1,0 +1,115 @@
+"""The analysis modules on two connections at once (`ddlx.analysis.runner`): the same results as
+one after the other, and a failure on either connection stops both and is raised as it was."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ddlx.analysis import overview, runner, utilization
+from ddlx.analysis.context import TraceContext
+from ddlx.analysis.runner import run_analysis
+from ddlx.datasets.ingest import ingest
+from ddlx.datasets.traces.pai.generator import generate as generate_pai
+from ddlx.errors import CatalogError
+from tests.test_analysis_cache import assert_same_results
+
+#: A query DuckDB takes minutes over: a lane still in it when the other fails must be interrupted.
+ENDLESS = "SELECT count(*) AS n FROM range(100000000000) a WHERE a.range % 7 = 3"
+
+
+pytestmark = pytest.mark.usefixtures("duckdb_on_one_thread")
+
+
+@pytest.fixture(scope="module")
+def generated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("lanes")
+    generate_pai(folder / "release", scale=0.004, seed=3)
+    ingest("pai", folder / "release", folder / "home")
+    return folder / "home"
+
+
+def _run(home: Path, **kwargs) -> tuple[object, dict[str, str]]:
+    """`run_analysis` without kept results, and the thread each module ran in."""
+    threads: dict[str, str] = {}
+
+    def progress(message: str) -> None:
+        threads[message.split(": ")[1]] = threading.current_thread().name
+
+    return run_analysis(home, "pai", progress=progress, cache=False, **kwargs), threads
+
+
+def test_two_connections_give_exactly_what_one_after_the_other_gives(generated_home: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    together, threads = _run(generated_home)
+    assert {name for name, thread in threads.items() if thread == threading.current_thread().name} == \
+        set(runner.FIRST_CONNECTION)
+    assert len(set(threads.values())) == 2
+    monkeypatch.setattr(runner, "CONCURRENT_MAX_JOBS", 0)  # a trace too large: one after the other
+    alone, threads = _run(generated_home)
+    assert set(threads.values()) == {threading.current_thread().name}
+    assert_same_results(together, alone)
+    assert [m.module for m in together.modules] == [m.module for m in alone.modules] == list(threads)
+    assert [r.profile.name for r in together.reproductions] == [r.profile.name for r in alone.reproductions]
+    assert together.reproductions and all(
+        [(f.value, f.verdict) for f in a.results] == [(f.value, f.verdict) for f in b.results]
+        for a, b in zip(together.reproductions, alone.reproductions))
+
+
+def test_a_module_list_on_one_connection_runs_there(generated_home: Path) -> None:
+    result, threads = _run(generated_home, modules=["queueing"])
+    assert threads == {"queueing": threading.current_thread().name}
+    assert [m.module for m in result.modules] == ["queueing"]
+
+
+@pytest.mark.parametrize("failing, waiting", [(overview, utilization), (utilization, overview)])
+def test_a_failure_on_either_connection_interrupts_the_other_and_is_raised(
+        generated_home: Path, monkeypatch: pytest.MonkeyPatch, failing, waiting) -> None:
+    started = threading.Event()
+
+    def endless(ctx: TraceContext):
+        started.set()
+        ctx.query(ENDLESS)
+        raise AssertionError("the endless query returned")
+
+    def broken(ctx: TraceContext):
+        assert started.wait(60)
+        raise CatalogError(f"{failing.__name__} failed")
+
+    monkeypatch.setattr(waiting, "analyze", endless)
+    monkeypatch.setattr(failing, "analyze", broken)
+    threads_before = threading.active_count()
+    began = time.monotonic()
+    with pytest.raises(CatalogError, match=f"^{failing.__name__} failed$"):
+        run_analysis(generated_home, "pai", cache=False)
+    assert time.monotonic() - began < 60  # the endless query was interrupted, not waited for
+    assert threading.active_count() == threads_before
+
+
+def test_an_interrupt_stops_the_other_connection(generated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started = threading.Event()
+
+    def endless(ctx: TraceContext):
+        started.set()
+        ctx.query(ENDLESS)
+
+    def interrupted(ctx: TraceContext):
+        assert started.wait(60)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(overview, "analyze", endless)
+    monkeypatch.setattr(utilization, "analyze", interrupted)
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_analysis(generated_home, "pai", cache=False)
+    assert time.monotonic() - began < 60
+
+
+def test_another_engine_runs_the_modules_one_after_the_other(generated_home: Path) -> None:
+    with runner.open_trace(generated_home, "pai", cache=False) as ctx:
+        assert runner._runs_concurrently(ctx)
+        ctx.options["engine"] = "spark"
+        assert not runner._runs_concurrently(ctx)
