@@ -24,8 +24,9 @@ from ddlx.reproduce.run import profiles_for, reproduce_on
 
 #: Modules that read what another of them leaves on its connection, so they run on one connection,
 #: in order, after the papers' figures: utilization makes the allocation steps that queueing's
-#: load at submission reads, and the papers' figures share PAI's join of tasks with their sensor
-#: rows with utilization. The other modules run on the second connection.
+#: load at submission reads, and the papers' figures share a trace's own tables with utilization
+#: (requests against measured usage, computed once a run). The other modules run on the second
+#: connection.
 FIRST_CONNECTION: tuple[str, ...] = ("utilization", "queueing")
 
 #: The most jobs a trace may have for its modules to run on two connections at once: beyond it the
