@@ -12,7 +12,9 @@ Steps:
   everything computed and with the kept results read: importing ddlx, opening the catalog and
   reproducing the papers' figures, each module, writing the results and the report. The command
   runs the modules on two connections at once (`ddlx.analysis.runner`); to time each part alone,
-  the per-part runs take them one after the other, so their total is more than the command's;
+  the per-part runs take them one after the other, so their total is more than the command's; a
+  last run through the library, everything computed, shows when each module ran on which
+  connection (the longer connection is the one to shorten);
 - at `--pandas-scale` and at `--scale`: the pandas pipeline, and ddlx computing the same outputs
   through its library on the ingested catalog (target: ddlx at least 10x faster). The pandas
   pipeline reads the release CSVs as the notebooks do (time shown with and without the
@@ -147,6 +149,32 @@ print(json.dumps([[name, marks[i + 1][1] - at] for i, (name, at) in enumerate(ma
 '''
 
 
+LANES = r'''
+import json, sys, threading, time
+from pathlib import Path
+from ddlx.analysis import runner
+home = Path(sys.argv[1])
+started = time.perf_counter()
+spans = []
+
+def timed(run, name):
+    def timed_run(*args):
+        at = time.perf_counter()
+        try:
+            return run(*args)
+        finally:
+            spans.append([name, threading.current_thread() is threading.main_thread(), at - started,
+                          time.perf_counter() - started])
+    return timed_run
+
+load = runner.load
+runner.load = lambda name: type("Timed", (), {"analyze": staticmethod(timed(load(name).analyze, name))})
+runner.reproduce_on = timed(runner.reproduce_on, "the papers' figures")
+runner.run_analysis(home, "pai", cache=False)
+print(json.dumps(sorted(spans, key=lambda span: span[2])))
+'''
+
+
 def run_measured(code: str, *arguments: object) -> tuple[float, float, str]:
     """Run `python -c code arguments...`: wall seconds, peak RSS MiB, what it printed."""
     return measure_output([sys.executable, "-c", code, *map(str, arguments)])
@@ -216,6 +244,11 @@ def main() -> None:
         rows.append(("    the same, kept results read", kept_s, None, None))
     rows.append(("  total, everything computed", sum(s for _, s in parts["computed"]), None, None))
     rows.append(("  total, kept results read", sum(s for _, s in parts["kept"]), None, None))
+    seconds, _, printed = run_measured(LANES, home)
+    rows.append(("  the modules on two connections, everything computed", seconds, None, None))
+    for name, first, start, end in json.loads(printed):
+        rows.append((f"    {name} ({'first' if first else 'second'} connection, {start:.1f}-{end:.1f} s)",
+                     end - start, None, None))
 
     for scale in dict.fromkeys([args.pandas_scale, args.scale]):
         csvs, scale_home = ensure_pai(workdir, scale, args.reuse or scale == args.scale, rows)  # made above
