@@ -286,9 +286,10 @@ def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> st
     cluster's (the same changes). Returns its name."""
     def make(name: str) -> None:
         if not groups and _one_cluster(ctx):
-            # the changes of the whole trace are those of its one cluster, instant by instant
+            # the changes of the whole trace are those of its one cluster, instant by instant: a
+            # view of its table, not a second copy of the steps in memory
             cluster = shared_steps(ctx, ("cluster",), window)
-            ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT ts, x, gpus, moment FROM {cluster}")
+            ctx.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT ts, x, gpus, moment FROM {cluster}")
             return
         table = _summed_steps(ctx, groups, window)
         if table is None:
@@ -437,7 +438,7 @@ def _bin_partials(packed: np.ndarray, d: np.ndarray, time_bits: int, lo_us: int,
     from the events packed as (group number << time_bits) | (microseconds since lo_us), each
     changing its group's level by `d`: sorted once by NumPy, summed per instant, then per bin.
     Bins are numbered as DuckDB divides integers (toward zero); the moments are summed in 128 bits."""
-    order = np.argsort(packed)
+    order = np.argsort(packed, kind="stable")  # the faster here; equal instants are summed, in any order
     packed, d = packed[order], d[order]
     firsts = np.flatnonzero(np.concatenate([[True], packed[1:] != packed[:-1]]))  # one change per instant
     change, packed = np.add.reduceat(d, firsts), packed[firsts]

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import hashlib
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,38 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 T = TypeVar("T")
+
+
+class OnceResults:
+    """Results computed once per run (`TraceContext.once`), shared by the run's connections: a
+    result another thread is computing is waited for, never computed twice at once. Should that
+    thread fail, a waiting one computes it itself."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._results: dict[str, Any] = {}
+        self._computing: dict[str, threading.Event] = {}
+
+    def get(self, key: str, compute: Callable[[], T]) -> T:
+        """The result under `key`, from `compute()` at the first call."""
+        while True:
+            with self._lock:
+                if key in self._results:
+                    return self._results[key]
+                computing = self._computing.get(key)
+                if computing is None:
+                    computing = self._computing[key] = threading.Event()
+                    break
+            computing.wait()
+        try:
+            value = compute()
+            with self._lock:
+                self._results[key] = value
+            return value
+        finally:
+            with self._lock:
+                del self._computing[key]
+            computing.set()
 
 #: The zone used for hours and weekdays when a trace has none (its times are offsets from an undisclosed start).
 FALLBACK_TZ = "UTC"
@@ -78,8 +111,8 @@ class TraceContext:
     held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
     #: The reduction engine, once a module asked for it (`engine`).
     _engine: Any = field(default=None, repr=False)
-    #: Results computed once per run and read by several parts (`once`).
-    _computed: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: Results computed once per run and read by several parts (`once`), on either connection.
+    _computed: OnceResults = field(default_factory=OnceResults, repr=False)
     #: Results kept between runs on this store version (`query(keep=...)`, `once(keep=True)`).
     cache: ResultCache = field(default_factory=lambda: ResultCache(None), repr=False)
     #: Temporary tables of catalog queries (`materialized`): name -> its query.
@@ -294,13 +327,12 @@ class TraceContext:
 
     def once(self, key: str, compute: Callable[[], T], keep: bool = False) -> T:
         """`compute()`, run at the first call with `key` in this run and kept for the later ones:
-        for a result several parts read (a paper's figures taken from one table). The key must name
+        for a result several parts read (a paper's figures taken from one table), on either of the
+        run's connections (`second_connection`; one computing it, the other waits). The key must name
         everything the result depends on beyond the catalog and ddlx's code (e.g. which records are
         held open). With `keep`, the result (a DataFrame or a tuple of them) is also kept between
         runs (`ddlx.analysis.cache`)."""
-        if key not in self._computed:
-            self._computed[key] = self.cache.frames(key, [key], compute) if keep else compute()  # type: ignore
-        return self._computed[key]
+        return self._computed.get(key, (lambda: self.cache.frames(key, [key], compute)) if keep else compute)  # type: ignore
 
     def _run_objects_in(self, sql: str) -> list[str]:
         """The temporary tables, views and registered frames of this run that `sql` names, other
@@ -327,8 +359,8 @@ class TraceContext:
     @contextlib.contextmanager
     def second_connection(self) -> Iterator[TraceContext]:
         """This trace on a second connection to the same catalog, for modules run at the same time
-        as this context's (`ddlx.analysis.runner`): its own temporary tables, registered frames,
-        results computed once (`once`) and holding of open records; the same kept results
+        as this context's (`ddlx.analysis.runner`): its own temporary tables, registered frames
+        and holding of open records; the same results computed once (`once`), kept results
         (`cache`), options and memory limit (one DuckDB database holds both connections). Closed
         at the end of the block, keeping nothing itself (this context keeps the results at its end)."""
         cursor = self.con.cursor()
@@ -340,7 +372,7 @@ class TraceContext:
             cursor.close()
             raise
         other = dataclasses.replace(self, con=cursor, views=views, held=contextlib.ExitStack(), _engine=None,
-                                    _computed={}, _materialized={}, _made=set(), _makers={},
+                                    _materialized={}, _made=set(), _makers={},
                                     unlogged_ends=set(self.unlogged_ends))
         try:
             yield other

@@ -2,14 +2,17 @@
 
 The modules run on two connections at once where the trace is small enough (`CONCURRENT_MAX_JOBS`):
 DuckDB keeps both cores busy within a query, but a module's own NumPy and Python work, and the
-serial parts of DuckDB's plans, leave one core idle most of the time; a second module fills it. The
-two connections share one DuckDB database, so its memory limit holds for both, and one set of
-kept results (`ddlx.analysis.cache`). Results are the same either way and are returned in the
-modules' order.
+serial parts of DuckDB's plans, leave one core idle most of the time; a second module fills it.
+The parts of the run (each module, and the papers' figures) wait in one queue, longest first, and
+a connection that is free takes the next. The two connections share one DuckDB database, so its
+memory limit holds for both, the results computed once (`TraceContext.once`) and one set of kept
+results (`ddlx.analysis.cache`). Results are the same either way and are returned in the modules'
+order.
 """
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -22,12 +25,18 @@ from ddlx.analysis.modules import MODULES, load
 from ddlx.errors import UsageError
 from ddlx.reproduce.run import profiles_for, reproduce_on
 
-#: Modules that read what another of them leaves on its connection, so they run on one connection,
-#: in order, after the papers' figures: utilization makes the allocation steps that queueing's
-#: load at submission reads, and the papers' figures share a trace's own tables with utilization
-#: (requests against measured usage, computed once a run). The other modules run on the second
-#: connection.
-FIRST_CONNECTION: tuple[str, ...] = ("utilization", "queueing")
+#: Modules that run on one connection, in this order: utilization makes the allocation steps (the
+#: connection's own temporary tables) that queueing's load at submission reads.
+ONE_CONNECTION: tuple[tuple[str, ...], ...] = (("utilization", "queueing"),)
+
+#: The papers' figures (`ddlx.reproduce`), a part of the run like a module.
+PAPERS = "papers' figures"
+
+#: The order the parts of a run are taken in on two connections, longest first as measured on PAI
+#: at scale 1 (a part of `ONE_CONNECTION` goes with its first module): a connection that is free
+#: takes the next part, so neither is left alone with a long one at the end.
+LONGEST_FIRST: tuple[str, ...] = ("utilization", "sharing", PAPERS, "durations", "failures", "users",
+                                  "time_patterns", "overview", "gpu_efficiency")
 
 #: The most jobs a trace may have for its modules to run on two connections at once: beyond it the
 #: modules' work held in memory (the allocation steps summed in memory up to
@@ -64,30 +73,51 @@ def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
         result = AnalysisResult(trace, ctx.synthetic, ctx.provenance, wall_clock=ctx.has_wall_clock,
                                 calendar_dates=ctx.has_calendar_dates, options=dict(options or {}))
         done: dict[str, ModuleResult] = {}
+        parts = _parts_longest_first(names) if _runs_concurrently(ctx) else [(PAPERS, *names)]
+        waiting, waiting_lock = collections.deque(parts[1:]), threading.Lock()
 
-        def run(on: TraceContext, lane: list[str], stop: threading.Event, with_papers: bool = False) -> None:
-            if with_papers:
-                result.reproductions = [reproduce_on(on, profile) for profile in profiles_for(trace)]
-            for name in lane:
-                if stop.is_set():
-                    return
-                if progress:
-                    progress(f"{trace}: {name}")
-                module = load(name).analyze(on)
-                module.apply_checks()
-                done[name] = module
+        def next_part() -> Sequence[str] | None:
+            with waiting_lock:
+                return waiting.popleft() if waiting else None
 
-        first = [n for n in names if n in FIRST_CONNECTION]
-        second = [n for n in names if n not in FIRST_CONNECTION]
-        if second and _runs_concurrently(ctx):
-            in_two_lanes(ctx, lambda on, stop: run(on, first, stop, with_papers=True),
-                         lambda on, stop: run(on, second, stop))
+        def run(on: TraceContext, part: Sequence[str] | None, stop: threading.Event) -> None:
+            """Run `part` (default: the next waiting), then the parts still waiting, until none is
+            left or `stop` is set."""
+            part = part or next_part()
+            while part is not None:
+                for name in part:
+                    if stop.is_set():
+                        return
+                    if name == PAPERS:
+                        result.reproductions = [reproduce_on(on, profile) for profile in profiles_for(trace)]
+                        continue
+                    if progress:
+                        progress(f"{trace}: {name}")
+                    module = load(name).analyze(on)
+                    module.apply_checks()
+                    done[name] = module
+                part = next_part()
+
+        if len(parts) > 1:
+            in_two_lanes(ctx, lambda on, stop: run(on, parts[0], stop), lambda on, stop: run(on, None, stop))
         else:
-            run(ctx, names, threading.Event(), with_papers=True)
+            run(ctx, parts[0], threading.Event())
         result.modules = [done[name] for name in names]
         ctx.cache.commit()
         result.provenance = {**result.provenance, "kept_results": ctx.cache.summary()}
         return result
+
+
+def _parts_longest_first(names: Sequence[str]) -> list[tuple[str, ...]]:
+    """The parts of a run of the modules `names` and the papers' figures, in `LONGEST_FIRST` order:
+    each module alone, but those of a group of `ONE_CONNECTION` together, in the group's order."""
+    grouped = {name: group for group in ONE_CONNECTION for name in group}
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    parts: dict[tuple[str, ...], int] = {}
+    for name in [PAPERS, *names]:
+        group = grouped.get(name, (name,))
+        parts.setdefault(tuple(n for n in group if n in names or n == PAPERS), rank.get(group[0], len(rank)))
+    return sorted(parts, key=lambda part: parts[part])
 
 
 def _runs_concurrently(ctx: TraceContext) -> bool:

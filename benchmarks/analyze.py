@@ -13,8 +13,8 @@ Steps:
   reproducing the papers' figures, each module, writing the results and the report. The command
   runs the modules on two connections at once (`ddlx.analysis.runner`); to time each part alone,
   the per-part runs take them one after the other, so their total is more than the command's; a
-  last run through the library, everything computed, shows when each module ran on which
-  connection (the longer connection is the one to shorten);
+  last run through the library, everything computed, shows when each part ran on which
+  connection (each takes the next part when free: the two should end together);
 - at `--pandas-scale` and at `--scale`: the pandas pipeline, and ddlx computing the same outputs
   through its library on the ingested catalog (target: ddlx at least 10x faster). The pandas
   pipeline reads the release CSVs as the notebooks do (time shown with and without the

@@ -44,10 +44,17 @@ def _run(home: Path, **kwargs) -> tuple[object, dict[str, str]]:
 
 def test_two_connections_give_exactly_what_one_after_the_other_gives(generated_home: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    reproduce_on = runner.reproduce_on
+    papers_threads: set[str] = set()
+
+    def reproduce_recording_the_thread(*args):
+        papers_threads.add(threading.current_thread().name)
+        return reproduce_on(*args)
+
+    monkeypatch.setattr(runner, "reproduce_on", reproduce_recording_the_thread)
     together, threads = _run(generated_home)
-    assert {name for name, thread in threads.items() if thread == threading.current_thread().name} == \
-        set(runner.FIRST_CONNECTION)
-    assert len(set(threads.values())) == 2
+    assert threads["utilization"] == threads["queueing"] == threading.current_thread().name  # the first part
+    assert len(set(threads.values()) | papers_threads) == 2  # which other part runs where is the machine's
     monkeypatch.setattr(runner, "CONCURRENT_MAX_JOBS", 0)  # a trace too large: one after the other
     alone, threads = _run(generated_home)
     assert set(threads.values()) == {threading.current_thread().name}
@@ -57,6 +64,54 @@ def test_two_connections_give_exactly_what_one_after_the_other_gives(generated_h
     assert together.reproductions and all(
         [(f.value, f.verdict) for f in a.results] == [(f.value, f.verdict) for f in b.results]
         for a, b in zip(together.reproductions, alone.reproductions))
+
+
+def test_the_parts_wait_longest_first_with_a_group_of_one_connection_together() -> None:
+    every = runner._parts_longest_first(runner.resolve_modules(None))
+    assert every[:3] == [("utilization", "queueing"), ("sharing",), (runner.PAPERS,)]
+    assert sorted(name for part in every for name in part) == sorted([runner.PAPERS, *runner.MODULES])
+    assert runner._parts_longest_first(["queueing", "overview"]) == [("queueing",), (runner.PAPERS,), ("overview",)]
+
+
+def test_a_result_computed_once_is_computed_by_one_connection_while_the_other_waits(generated_home: Path) -> None:
+    calls: list[str] = []
+    inside = threading.Event()
+
+    def slow() -> int:
+        calls.append(threading.current_thread().name)
+        inside.set()
+        time.sleep(0.3)
+        return len(calls)
+
+    with runner.open_trace(generated_home, "pai", cache=False) as ctx, ctx.second_connection() as other:
+        found: list[int] = []
+        thread = threading.Thread(target=lambda: found.append(other.once("slow", slow)))
+        thread.start()
+        assert inside.wait(60)
+        assert ctx.once("slow", slow) == 1  # waited for the other thread's result
+        thread.join()
+        assert found == [1] and len(calls) == 1
+
+        def broken() -> int:
+            inside.set()
+            time.sleep(0.2)
+            raise CatalogError("broken")
+
+        inside.clear()
+        failed: list[BaseException] = []
+
+        def fail() -> None:
+            try:
+                other.once("after a failure", broken)
+            except CatalogError as exc:
+                failed.append(exc)
+
+        thread = threading.Thread(target=fail)
+        thread.start()
+        assert inside.wait(60)
+        assert ctx.once("after a failure", lambda: 7) == 7  # the failed computation is made again here
+        thread.join()
+        assert len(failed) == 1
 
 
 def test_a_module_list_on_one_connection_runs_there(generated_home: Path) -> None:
