@@ -436,9 +436,9 @@ def _bin_partials(packed: np.ndarray, d: np.ndarray, time_bits: int, lo_us: int,
                   resolution_us: int) -> dict[str, Any]:
     """Per group and bin, the columns of `allocation_partials_sql` (and `code`, the group's number)
     from the events packed as (group number << time_bits) | (microseconds since lo_us), each
-    changing its group's level by `d`: sorted once by NumPy, summed per instant, then per bin.
+    changing its group's level by `d`: sorted once (by Polars), summed per instant, then per bin.
     Bins are numbered as DuckDB divides integers (toward zero); the moments are summed in 128 bits."""
-    order = np.argsort(packed, kind="stable")  # the faster here; equal instants are summed, in any order
+    order = pl.Series(packed).arg_sort().to_numpy()  # faster than NumPy; equal instants are summed, in any order
     packed, d = packed[order], d[order]
     firsts = np.flatnonzero(np.concatenate([[True], packed[1:] != packed[:-1]]))  # one change per instant
     change, packed = np.add.reduceat(d, firsts), packed[firsts]

@@ -35,7 +35,8 @@ BATCH_ROWS = 1 << 17
 #: Packed events taken from DuckDB at a time.
 FETCH_ROWS = 1 << 20
 
-#: Events packed and sorted at a time: 8 bytes each, sorted in place (16 M events hold 128 MiB).
+#: Events packed and sorted at a time: 8 bytes each, and as many again for the sorted copy (16 M
+#: events hold 128 MiB, 256 MiB while they are sorted).
 EVENTS_PER_SORT = 1 << 24
 
 #: Bits of a packed event: a sign bit is left free.
@@ -165,8 +166,9 @@ class _Packing:
             filled += rows
         if filled < intervals:
             raise CatalogError("interval sweep: the intervals changed while they were read")
-        events.sort(kind="stable")  # the same integers in order; NumPy's stable sort is the faster here
-        return events
+        # Polars sorts 64-bit integers two to three times faster than NumPy (15 M events: 0.3 s
+        # against 0.8-1.0 s on one thread), into a copy: the group's events are held twice at the end
+        return pl.Series(events).sort().to_numpy()
 
     def _weight_shifts(self) -> list[int]:
         shifts, shift = [], 1
