@@ -113,10 +113,11 @@ def _parts_longest_first(names: Sequence[str]) -> list[tuple[str, ...]]:
     each module alone, but those of a group of `ONE_CONNECTION` together, in the group's order."""
     grouped = {name: group for group in ONE_CONNECTION for name in group}
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    present = [PAPERS, *names]
     parts: dict[tuple[str, ...], int] = {}
-    for name in [PAPERS, *names]:
+    for name in present:
         group = grouped.get(name, (name,))
-        parts.setdefault(tuple(n for n in group if n in names or n == PAPERS), rank.get(group[0], len(rank)))
+        parts.setdefault(tuple(n for n in group if n in present), rank.get(group[0], len(rank)))
     return sorted(parts, key=lambda part: parts[part])
 
 
