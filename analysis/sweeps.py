@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.sql import sql_float
@@ -161,8 +162,8 @@ class _Packing:
             rows = batch.num_rows
             if filled + rows > intervals:
                 raise CatalogError("interval sweep: the intervals changed while they were read")
-            events[filled:filled + rows] = batch.column(0).to_numpy()
-            events[intervals + filled:intervals + filled + rows] = batch.column(1).to_numpy()
+            events[filled:filled + rows] = _int64_values(batch.column(0))
+            events[intervals + filled:intervals + filled + rows] = _int64_values(batch.column(1))
             filled += rows
         if filled < intervals:
             raise CatalogError("interval sweep: the intervals changed while they were read")
@@ -260,3 +261,12 @@ def _summed_steps(keys: np.ndarray, cell: np.ndarray, width: int, ticks: np.ndar
     row, level = np.nonzero(sums)
     return pl.DataFrame({"key": keys[row], "count": np.full(len(row), count, dtype=np.int8),
                          "level": level.astype(np.int64), "seconds": sums[row, level] / ticks_per_second})
+
+
+def _int64_values(array: pa.Array) -> np.ndarray:
+    """The values of an int64 Arrow array without NULLs, read from its buffer (pyarrow's own
+    conversion to NumPy imports pandas, a fifth of a second)."""
+    if array.type != pa.int64() or array.null_count:
+        raise CatalogError(f"interval sweep: events of type {array.type} with {array.null_count} NULLs, "
+                           "expected int64 without NULLs")
+    return np.frombuffer(array.buffers()[1], dtype=np.int64, count=len(array), offset=8 * array.offset)

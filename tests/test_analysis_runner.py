@@ -3,6 +3,8 @@ one after the other, and a failure on either connection stops both and is raised
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -168,3 +170,13 @@ def test_another_engine_runs_the_modules_one_after_the_other(generated_home: Pat
         assert runner._runs_concurrently(ctx)
         ctx.options["engine"] = "spark"
         assert not runner._runs_concurrently(ctx)
+
+
+def test_an_analysis_does_not_load_pandas(generated_home: Path) -> None:
+    # pandas takes a fifth of a second to load and is no part of an analysis (pyarrow's conversions
+    # to NumPy load it: the sweeps read their buffers instead)
+    script = ("import sys; from pathlib import Path; from ddlx.analysis.runner import run_analysis; "
+              f"run_analysis(Path({str(generated_home)!r}), 'pai', cache=False); "
+              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas')[:3])")
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == "[]"

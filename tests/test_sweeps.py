@@ -174,3 +174,13 @@ def test_a_scratch_folder_that_cannot_be_made_is_a_storage_error(tmp_path: Path,
     monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", 2)
     with pytest.raises(StorageError, match=r"file/spill: Not a directory while making the sweep's scratch folder"):
         level_seconds(ctx, "(SELECT 1 AS key, 0 AS t_start, 1 AS t_end, 1 AS n)", ("n",), intervals_count=4)
+
+
+def test_event_columns_are_read_from_their_buffers_at_their_offset() -> None:
+    values = list(range(-5, 20)) + [2 ** 62, -(2 ** 62)]
+    column = pa.array(values, pa.int64()).slice(3, 20)  # a slice starts inside its buffer
+    assert sweeps._int64_values(column).tolist() == values[3:23]
+    with pytest.raises(CatalogError, match="expected int64 without NULLs"):
+        sweeps._int64_values(pa.array([1, None, 3], pa.int64()))
+    with pytest.raises(CatalogError, match="expected int64 without NULLs"):
+        sweeps._int64_values(pa.array([1, 2], pa.int32()))
