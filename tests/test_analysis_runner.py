@@ -7,8 +7,10 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from ddlx.analysis import overview, runner, utilization
@@ -180,3 +182,21 @@ def test_an_analysis_does_not_load_pandas(generated_home: Path) -> None:
               "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas')[:3])")
     shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert shown.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("cores", "threads", "during"), [(2, 2, 1), (2, 4, 1), (8, 4, 4), (8, 8, 7), (1, 1, 1)])
+def test_two_lanes_leave_duckdb_one_thread_per_core(monkeypatch: pytest.MonkeyPatch, cores: int, threads: int,
+                                                     during: int) -> None:
+    con = duckdb.connect()
+    con.execute(f"SET threads = {threads}")
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: cores)
+
+    def setting() -> int:
+        return int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+
+    with runner._threads_beside_two_lanes(types.SimpleNamespace(con=con)):
+        assert setting() == during
+    assert setting() == threads
+    with pytest.raises(KeyError), runner._threads_beside_two_lanes(types.SimpleNamespace(con=con)):
+        raise KeyError("a lane failed")
+    assert setting() == threads
