@@ -45,8 +45,9 @@ from ddlx.datasets.validation import run_checks, run_figures
 from ddlx.errors import DdlxError, InputError, UnknownDatasetError, first_line, storage_error, storage_errors
 
 #: Bump when the stored tables or the manifest change shape, or stored values change (3: a tie
-#: rule for a canonical column of one trace), so unchanged inputs are ingested again.
-INGEST_FORMAT = 3
+#: rule for a canonical column of one trace; 4: a trace's derived roll-up of its instances per
+#: task), so unchanged inputs are ingested again.
+INGEST_FORMAT = 4
 
 #: Marker file that ddlx's generator writes beside synthetic release files.
 SYNTHETIC_MARKER = "SYNTHETIC.json"

@@ -200,3 +200,22 @@ def test_two_lanes_leave_duckdb_one_thread_per_core(monkeypatch: pytest.MonkeyPa
     with pytest.raises(KeyError), runner._threads_beside_two_lanes(types.SimpleNamespace(con=con)):
         raise KeyError("a lane failed")
     assert setting() == threads
+
+
+def test_a_catalog_without_the_instances_per_task_gives_the_same_readings(generated_home: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catalog ingested before `pai_task_instances` was stored: the readings that join tasks with
+    their instances compute the roll-up from the instances, with the same results."""
+    from ddlx.datasets.traces.pai import analyses, reproduce
+    from ddlx.datasets.traces.pai.reader import TASK_INSTANCES
+
+    def readings() -> tuple[object, object]:
+        with runner.open_trace(generated_home, "pai", cache=False) as ctx:
+            return analyses.pai_queue_definitions(ctx), reproduce._notebook_shares(ctx)
+
+    stored = readings()
+    has = TraceContext.has
+    monkeypatch.setattr(TraceContext, "has", lambda self, *tables: TASK_INSTANCES not in tables and has(self, *tables))
+    computed = readings()
+    assert computed[0].equals(stored[0]) and computed[1] == stored[1]
+    assert stored[0]["rows"].to_list()[2] > 100 and stored[1]

@@ -12,7 +12,7 @@ import pytest
 
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets import catalog
-from ddlx.datasets.ingest import ingest
+from ddlx.datasets.ingest import INGEST_FORMAT, ingest
 from ddlx.errors import InputError
 from tests.conftest import write_pai_release
 
@@ -279,15 +279,16 @@ def test_a_nul_in_a_text_field_is_refused_from_archives_and_files(tmp_path: Path
 
 
 def test_the_manifest_times_each_step(pai_release: Path, home: Path) -> None:
-    """`step_seconds`: every table loaded, the canonical jobs, the views and the validation, in the
-    order they ran (smallest archive first), together no longer than the whole ingest."""
+    """`step_seconds`: every table loaded, the instances per task, the canonical jobs, the views and
+    the validation, in the order they ran (smallest archive first), together no longer than the
+    whole ingest."""
     ingest("pai", pai_release, home)
     manifest = catalog.read_registrations(home)["pai"].manifest
     steps = manifest["step_seconds"]
     sizes = {p.name.removesuffix(".tar.gz"): p.stat().st_size for p in pai_release.glob("*.tar.gz")}
     loaded = list(steps)[:len(sizes)]
     assert sorted(loaded) == sorted(sizes) and [sizes[t] for t in loaded] == sorted(sizes.values())
-    assert list(steps)[len(sizes):] == ["pai_jobs", "views", "validation"]
+    assert list(steps)[len(sizes):] == ["pai_task_instances", "pai_jobs", "views", "validation"]
     assert all(seconds >= 0 for seconds in steps.values())
     assert sum(steps.values()) <= manifest["ingest_seconds"]
     from ddlx.datasets.traces.pai.reader import ADAPTER
@@ -318,10 +319,58 @@ def test_tables_of_an_older_store_format_are_never_kept_beside_new_ones(pai_rele
     ingest("pai", pai_release, home)
     with duckdb.connect(str(catalog.catalog_path(home))) as con:
         con.execute(f"UPDATE {catalog.REGISTRY_TABLE} SET manifest = replace(manifest, "
-                    "'\"ingest_format\": 3', '\"ingest_format\": 2') WHERE trace = 'pai'")
+                    f"'\"ingest_format\": {INGEST_FORMAT}', '\"ingest_format\": 2') WHERE trace = 'pai'")
     os.utime(pai_release / "pai_sensor_table.tar.gz", ns=(5, 5))
-    with pytest.raises(InputError, match=r"pai_job_table, .* are of store format 2, this ddlx writes 3; "
+    with pytest.raises(InputError, match=rf"pai_job_table, .* are of store format 2, this ddlx writes {INGEST_FORMAT}; "
                                          r"ingest every table again \(without --table\)"):
         ingest("pai", pai_release, home, tables=["pai_sensor_table"])
     assert not ingest("pai", pai_release, home).skipped
-    assert catalog.read_registrations(home)["pai"].manifest["ingest_format"] == 3
+    assert catalog.read_registrations(home)["pai"].manifest["ingest_format"] == INGEST_FORMAT
+
+
+def _instances_per_task_from_csv(release: Path) -> tuple[dict[tuple[str, str], tuple[int, float | None]], int]:
+    """From the released instance CSV, read here with Python's csv module: per (job_name,
+    task_name), the rows and the earliest start (0 or empty: missing); and the rows whose task is
+    not in the task CSV."""
+    import csv
+    import io
+    import tarfile
+
+    def rows(table: str) -> list[list[str]]:
+        with tarfile.open(release / f"{table}.tar.gz") as tar:
+            member = tar.extractfile(f"{table}.csv")
+            assert member is not None
+            return list(csv.reader(io.TextIOWrapper(member, encoding="utf-8")))
+
+    tasks = {(row[0], row[1]) for row in rows("pai_task_table")}
+    per_task: dict[tuple[str, str], tuple[int, float | None]] = {}
+    orphans = 0
+    for row in rows("pai_instance_table"):
+        key, start = (row[0], row[1]), (float(row[6]) if row[6] not in ("", "0", "0.0") else None)
+        count, first = per_task.get(key, (0, None))
+        per_task[key] = (count + 1, start if first is None else (first if start is None else min(first, start)))
+        orphans += key not in tasks
+    return per_task, orphans
+
+
+@pytest.mark.parametrize("generated", [False, True])
+def test_the_instances_per_task_are_stored_as_the_released_rows_give_them(tmp_path: Path, generated: bool) -> None:
+    """`pai_task_instances`: one row per task of the instance table, with its rows and earliest start
+    as the released CSV gives them; the orphan check counts the instances of tasks the task table
+    lacks, as the CSVs give them."""
+    from ddlx.datasets.traces.pai.generator import generate
+
+    release = tmp_path / "release"
+    if generated:
+        generate(release, scale=0.002, seed=5)
+    else:
+        write_pai_release(release)
+    expected, orphans = _instances_per_task_from_csv(release)
+    ingest("pai", release, tmp_path / "home")
+    stored = catalog.query(tmp_path / "home", "SELECT * FROM pai_task_instances").rows()
+    assert {(job, task): (count, first) for job, task, count, first in stored} == expected
+    assert len(stored) == len(expected) > 3
+    manifest = catalog.read_registrations(tmp_path / "home")["pai"].manifest
+    found = {(c["table"], c["check"]): c["rows"] for c in manifest["validation"]}
+    assert found[("pai_instance_table", "orphan: instance without task (job_name, task_name)")] == orphans
+    assert generated or orphans == 1

@@ -38,6 +38,7 @@ from ddlx.analysis.trace_parts import TracePart
 from ddlx.analysis.utilization import add_measured_summary, series_summary_sql
 from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.traces.pai import schema
+from ddlx.datasets.traces.pai.reader import TASK_INSTANCES, task_instances_item
 from ddlx.reports.chart_specs import ChartSpec
 
 #: The canonical queueing delay, and PAI's two other readings of it.
@@ -424,6 +425,12 @@ def gpu_memory_cdf(ctx: TraceContext, rows: str | None = None) -> pl.DataFrame:
 # ---------------------------------------------------------------------------------------------
 
 
+def task_instances(ctx: TraceContext) -> str:
+    """A FROM item: the instances' roll-up per task (`ddlx.datasets.traces.pai.reader.task_instances_sql`),
+    stored at ingest; computed from pai_instance_table for a catalog ingested without it."""
+    return task_instances_item(ctx.has(TASK_INSTANCES))
+
+
 def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
     """PAI's readings of the wait side by side: per definition, what a row is (`per`: job or
     task), rows, rows with a value and quantiles (s). Parts whose tables are missing are left out."""
@@ -432,9 +439,8 @@ def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
     parts = [f"""SELECT '{QUEUE}' AS definition, 'job' AS per, count(*) AS rows, {quantiles}
                  FROM (SELECT queue_s AS delay_s FROM {ctx.jobs})"""]
     if ctx.has("pai_task_table", "pai_instance_table"):
-        ctes.append("""first_instance AS (
-            SELECT job_name, task_name, min(start_time) AS first_start FROM pai_instance_table
-            WHERE start_time IS NOT NULL GROUP BY job_name, task_name)""")
+        ctes.append(f"""first_instance AS (
+            SELECT job_name, task_name, first_start FROM {task_instances(ctx)} WHERE first_start IS NOT NULL)""")
         ctes.append("""tasks AS MATERIALIZED (
             SELECT t.job_name, t.start_time, f.first_start - t.start_time AS delay_s
             FROM pai_task_table t LEFT JOIN first_instance f USING (job_name, task_name))""")

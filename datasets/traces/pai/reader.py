@@ -92,11 +92,32 @@ def select_sql(table: str) -> str:
     return f"SELECT {', '.join(parts)} FROM {SOURCE}"
 
 
+#: Stored roll-up of pai_instance_table per task, made at ingest (`task_instances_sql`).
+TASK_INSTANCES = "pai_task_instances"
+
+
+def task_instances_sql(instances: str) -> str:
+    """One row per (job_name, task_name) of the instance rows `instances` (a FROM item): `instances`
+    (BIGINT, its rows) and `first_start` (DOUBLE, seconds: the earliest start_time of its instances;
+    NULL when none has one). NULL keys are groups like any other. Stored at ingest as
+    `pai_task_instances`, so that the joins of tasks with their instances read one row per task,
+    not the instances again; analyses of a catalog ingested without it read this query."""
+    return f"""SELECT job_name, task_name, count(*) AS instances, min(start_time) AS first_start
+               FROM {instances} GROUP BY job_name, task_name"""
+
+
+def task_instances_item(stored: bool) -> str:
+    """A FROM item of the instances' roll-up per task over the catalog's tables by name: the stored
+    table when `stored`, else its query over pai_instance_table."""
+    return TASK_INSTANCES if stored else f"({task_instances_sql('pai_instance_table')})"
+
+
 JOBS_INPUTS: tuple[str, ...] = ("pai_job_table", "pai_task_table", "pai_instance_table")
 
 
 def jobs_sql(folder: Path, present: set[str]) -> str:
-    """The canonical `pai_jobs` rows, from the stored job, task, instance (and group-tag) tables."""
+    """The canonical `pai_jobs` rows, from the stored job, task and group-tag tables and the
+    instances' roll-up (`TASK_INSTANCES`, built before)."""
     if "pai_group_tag_table" in present:
         # the mode is taken only where an inst_id has several rows: a single row is its own mode,
         # and two mode aggregates over every inst_id cost twice this
@@ -126,8 +147,8 @@ WITH tasks AS (
     GROUP BY job_name
 ),
 instances AS (
-    SELECT job_name, min(start_time) AS first_start
-    FROM {parquet_sql(folder, 'pai_instance_table')}
+    SELECT job_name, min(first_start) AS first_start
+    FROM {parquet_sql(folder, TASK_INSTANCES)}
     GROUP BY job_name
 ),
 tags AS ({tags})
@@ -180,19 +201,25 @@ def validation_checks(present: set[str]) -> list[Check]:
             Check("pai_job_table", "still running at trace end (status Running)", "status = 'Running'"),
             Check("pai_job_table", "waiting at trace end (status Waiting)", "status = 'Waiting'"),
         ]
+    # the instances are counted per task of their roll-up: a task of it that the task table lacks
+    # holds that many orphan rows (a NULL key matches nothing, as on the instances themselves)
+    instances = task_instances_item(TASK_INSTANCES in present)
     orphan_checks = [
-        ("pai_task_table", "pai_job_table", "orphan: task without job (job_name)", ["job_name"]),
+        ("pai_task_table", "pai_job_table", "orphan: task without job (job_name)", ["job_name"],
+         "pai_task_table", "count(*)"),
         ("pai_instance_table", "pai_task_table", "orphan: instance without task (job_name, task_name)",
-         ["job_name", "task_name"]),
+         ["job_name", "task_name"], instances, "coalesce(sum(c.instances), 0)"),
         ("pai_sensor_table", "pai_instance_table", "orphan: sensor row without instance (worker_name)",
-         ["worker_name"]),
-        ("pai_group_tag_table", "pai_job_table", "orphan: group tag without job (inst_id)", ["inst_id"]),
+         ["worker_name"], "pai_sensor_table", "count(*)"),
+        ("pai_group_tag_table", "pai_job_table", "orphan: group tag without job (inst_id)", ["inst_id"],
+         "pai_group_tag_table", "count(*)"),
     ]
-    for child, parent, name, keys in orphan_checks:
+    for child, parent, name, keys, rows, counted in orphan_checks:
         if child in present and parent in present:
             match = " AND ".join(f"p.{key} = c.{key}" for key in keys)
             checks.append(Check(child, name, query=(
-                f"SELECT count(*) FROM {child} AS c WHERE NOT EXISTS (SELECT 1 FROM {parent} AS p WHERE {match})")))
+                f"SELECT {counted} FROM {rows} AS c "
+                f"WHERE NOT EXISTS (SELECT 1 FROM {parent} AS p WHERE {match})")))
     if "pai_sensor_table" in present:
         checks.append(Check("pai_sensor_table", "gpu_wrk_util above 100 % of one GPU", "gpu_wrk_util > 100"))
         if "pai_machine_spec" in present:
@@ -244,9 +271,12 @@ class PaiAdapter(TraceAdapter):
         return schema.RANGES[table]
 
     def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
+        derived: dict[str, str] = {}
+        if "pai_instance_table" in present:
+            derived[TASK_INSTANCES] = task_instances_sql(parquet_sql(folder, "pai_instance_table"))
         if all(t in present for t in JOBS_INPUTS):
-            return {self.jobs_table: jobs_sql(folder, present)}
-        return {}
+            derived[self.jobs_table] = jobs_sql(folder, present)
+        return derived
 
     def validation_checks(self, present: set[str]) -> list[Check]:
         return validation_checks(present)

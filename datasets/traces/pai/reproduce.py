@@ -16,7 +16,7 @@ from __future__ import annotations
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.datasets.sqltext import sql_string
-from ddlx.datasets.traces.pai.analyses import PAI_RESOURCES, pai_request_vs_usage_tables
+from ddlx.datasets.traces.pai.analyses import PAI_RESOURCES, pai_request_vs_usage_tables, task_instances
 from ddlx.reproduce.model import Profile, PublishedFigure, require_tables, rounded, within
 
 _PAPER = ("Weng et al., \"MLaaS in the Wild: Workload Analysis and Scheduling in Large-Scale Heterogeneous "
@@ -35,13 +35,14 @@ _BY_REQUEST = "paper.pai_nsdi22.tasks_by_gpu_request"
 _BY_TYPE = "paper.pai_nsdi22.tasks_by_gpu_type"
 _JCT = "paper.pai_nsdi22.simulator_jct"
 
-#: The notebook's tasks (its `dfa`): tasks of pai_task_table whose job is in pai_job_table (an
-#: inner merge) and that have an instance in pai_instance_table (an inner merge with the instances
-#: grouped per task); each task counted once.
-_NOTEBOOK_TASKS = """(
+def _notebook_tasks(ctx: TraceContext) -> str:
+    """A FROM item: the notebook's tasks (its `dfa`), tasks of pai_task_table whose job is in
+    pai_job_table (an inner merge) and that have an instance in pai_instance_table (an inner merge
+    with the instances grouped per task: the instances' roll-up per task); each task counted once."""
+    return f"""(
     SELECT t.plan_gpu, t.gpu_type FROM pai_task_table t
     WHERE t.job_name IN (SELECT job_name FROM pai_job_table)
-      AND EXISTS (SELECT 1 FROM pai_instance_table i WHERE i.job_name = t.job_name AND i.task_name = t.task_name))"""
+      AND EXISTS (SELECT 1 FROM {task_instances(ctx)} i WHERE i.job_name = t.job_name AND i.task_name = t.task_name))"""
 
 DEFINITIONS: tuple[Definition, ...] = (
     Definition(
@@ -124,7 +125,7 @@ def _notebook_shares(ctx: TraceContext) -> dict[str, float | None]:
     conditions = [condition for *_, condition in _GPU_REQUESTS] + [_gpu_type_condition(t) for t, _ in _GPU_TYPES]
     columns = ", ".join(f"100.0 * count(*) FILTER (WHERE {condition}) / nullif(count(plan_gpu), 0) AS v{i}"
                         for i, condition in enumerate(conditions))
-    row = ctx.one_row(f"SELECT {columns} FROM {_NOTEBOOK_TASKS}", keep="pai_notebook_shares")
+    row = ctx.one_row(f"SELECT {columns} FROM {_notebook_tasks(ctx)}", keep="pai_notebook_shares")
     return {condition: row[f"v{i}"] for i, condition in enumerate(conditions)}
 
 
