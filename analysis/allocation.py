@@ -256,7 +256,8 @@ def _summed_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> p
     frame = pl.from_arrow(changes.select([*groups, "ts", "x"]))
     assert isinstance(frame, pl.DataFrame)
     over = (lambda e: e.over(list(groups))) if groups else (lambda e: e)
-    summed = (frame.with_columns(pl.Series("delta", delta), pl.Series("delta_x", delta_x)).sort("x")
+    summed = (frame.with_columns(pl.Series("delta", delta), pl.Series("delta_x", delta_x))
+              .sort("x", multithreaded=ctx.sorts_in_parallel)
               .select(*groups, "ts", "x", over(pl.col("delta").cum_sum()).alias("gpus"),
                       over(pl.col("delta_x").cum_sum()).alias("moment")))
     return summed.with_columns(pl.Series("gpus", duckdb_decimal_double(summed["gpus"].to_numpy())),
@@ -427,18 +428,21 @@ def _partials_in_memory(ctx: TraceContext, intervals: str, groups: Sequence[str]
     if int(code.max()).bit_length() + time_bits > 63 or float(np.abs(d).astype(np.float64).sum()) >= _SUMMABLE:
         return None
     bins = _bin_partials((code << time_bits) | (events["t_us"].to_numpy() - lo_us), d, time_bits, lo_us, hi_us,
-                         resolution_us)
+                         resolution_us, ctx.sorts_in_parallel)
     code = bins.pop("code")
     return pl.DataFrame({**{g: keys[g].gather(code) for g in groups}, **bins}).cast(schema)
 
 
 def _bin_partials(packed: np.ndarray, d: np.ndarray, time_bits: int, lo_us: int, hi_us: int,
-                  resolution_us: int) -> dict[str, Any]:
+                  resolution_us: int, multithreaded: bool = True) -> dict[str, Any]:
     """Per group and bin, the columns of `allocation_partials_sql` (and `code`, the group's number)
     from the events packed as (group number << time_bits) | (microseconds since lo_us), each
     changing its group's level by `d`: sorted once (by Polars), summed per instant, then per bin.
-    Bins are numbered as DuckDB divides integers (toward zero); the moments are summed in 128 bits."""
-    order = pl.Series(packed).arg_sort().to_numpy()  # faster than NumPy; equal instants are summed, in any order
+    Bins are numbered as DuckDB divides integers (toward zero); the moments are summed in 128 bits.
+    `multithreaded` False sorts on this thread alone."""
+    # Polars sorts faster than NumPy; equal instants are summed, in any order
+    order = pl.DataFrame({"packed": packed}).select(
+        pl.arg_sort_by("packed", multithreaded=multithreaded))["packed"].to_numpy()
     packed, d = packed[order], d[order]
     firsts = np.flatnonzero(np.concatenate([[True], packed[1:] != packed[:-1]]))  # one change per instant
     change, packed = np.add.reduceat(d, firsts), packed[firsts]

@@ -107,6 +107,9 @@ class TraceContext:
     options: dict[str, Any] = field(default_factory=dict)
     #: How an imported dataset was read (the manifest's `adapter_options`): its canonical views.
     import_options: dict[str, Any] = field(default_factory=dict)
+    #: False while the modules run in two lanes (`ddlx.analysis.runner`): a lane's sorts in memory
+    #: stay on its own thread, the other lane keeping the other core busy.
+    sorts_in_parallel: bool = True
     #: Closes the connection and lets go of the store versions it holds (`catalog.reading`).
     held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
     #: The reduction engine, once a module asked for it (`engine`).

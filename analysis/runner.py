@@ -135,21 +135,24 @@ Lane = Callable[[TraceContext, threading.Event], None]
 
 
 @contextlib.contextmanager
-def _threads_beside_two_lanes(ctx: TraceContext) -> Iterator[None]:
-    """DuckDB's `threads` for the block: the cores less one. DuckDB runs a query on the calling
-    connection's thread and on `threads` - 1 workers the connections share, so with two lanes
-    calling that makes one thread per core. More threads than cores cost CPU for the same rows
-    (1.26 M jobs on two cores: about 0.7 s of CPU less, and 0.2 s sooner, at one thread a lane)."""
+def _one_thread_per_core(ctx: TraceContext) -> Iterator[None]:
+    """For the block, while two lanes run: DuckDB's `threads` the cores less one (DuckDB runs a
+    query on the calling connection's thread and on `threads` - 1 workers the connections share,
+    so with two lanes calling that makes one thread per core); on two cores, also the sorts in
+    memory on the lane's own thread (`TraceContext.sorts_in_parallel`; a second connection copies
+    it). More threads than cores cost CPU for the same rows: 1.26 M jobs on two cores took about
+    0.7 s of CPU less with one DuckDB thread a lane, and 0.3 s less again with one sorting thread."""
     threads = int(ctx.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
     beside = max(1, min(threads, (os.cpu_count() or 1) - 1))
-    if beside == threads:
-        yield
-        return
-    ctx.con.execute(f"SET threads = {beside}")
+    if beside < threads:
+        ctx.con.execute(f"SET threads = {beside}")
+    ctx.sorts_in_parallel = (os.cpu_count() or 1) > 2
     try:
         yield
     finally:
-        ctx.con.execute(f"SET threads = {threads}")
+        ctx.sorts_in_parallel = True
+        if beside < threads:
+            ctx.con.execute(f"SET threads = {threads}")
 
 #: How often a failed lane interrupts the other's queries until it has returned, seconds.
 INTERRUPT_EVERY_S = 0.05
@@ -182,7 +185,7 @@ def in_two_lanes(ctx: TraceContext, first: Lane, second: Lane) -> None:
         while not other_done.wait(INTERRUPT_EVERY_S):
             other_con.interrupt()
 
-    with ctx.second_connection() as other, _threads_beside_two_lanes(ctx):
+    with _one_thread_per_core(ctx), ctx.second_connection() as other:
         def run_second() -> None:
             failure = None
             try:

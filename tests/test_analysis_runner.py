@@ -184,22 +184,24 @@ def test_an_analysis_does_not_load_pandas(generated_home: Path) -> None:
     assert shown.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize(("cores", "threads", "during"), [(2, 2, 1), (2, 4, 1), (8, 4, 4), (8, 8, 7), (1, 1, 1)])
-def test_two_lanes_leave_duckdb_one_thread_per_core(monkeypatch: pytest.MonkeyPatch, cores: int, threads: int,
-                                                     during: int) -> None:
+@pytest.mark.parametrize(("cores", "threads", "during", "sorts"),
+                         [(2, 2, 1, False), (2, 4, 1, False), (8, 4, 4, True), (8, 8, 7, True), (1, 1, 1, False)])
+def test_two_lanes_leave_one_thread_per_core(monkeypatch: pytest.MonkeyPatch, cores: int, threads: int,
+                                             during: int, sorts: bool) -> None:
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
     monkeypatch.setattr(runner.os, "cpu_count", lambda: cores)
+    ctx = types.SimpleNamespace(con=con, sorts_in_parallel=True)
 
     def setting() -> int:
         return int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
 
-    with runner._threads_beside_two_lanes(types.SimpleNamespace(con=con)):
-        assert setting() == during
-    assert setting() == threads
-    with pytest.raises(KeyError), runner._threads_beside_two_lanes(types.SimpleNamespace(con=con)):
+    with runner._one_thread_per_core(ctx):
+        assert (setting(), ctx.sorts_in_parallel) == (during, sorts)
+    assert (setting(), ctx.sorts_in_parallel) == (threads, True)
+    with pytest.raises(KeyError), runner._one_thread_per_core(ctx):
         raise KeyError("a lane failed")
-    assert setting() == threads
+    assert (setting(), ctx.sorts_in_parallel) == (threads, True)
 
 
 def test_a_catalog_without_the_instances_per_task_gives_the_same_readings(generated_home: Path,
