@@ -239,16 +239,11 @@ def duckdb_decimal_double(unscaled: np.ndarray, scale: int = _SCALE) -> np.ndarr
                     whole.astype(np.float64) + fraction.astype(np.float64) / power)
 
 
-def _summed_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> pa.Table | None:
-    """The rows of `integrable_steps_sql`, to the bit, with the running sums taken in memory on the
-    DECIMAL digits as 64-bit integers; None when there are more than `STEPS_SUMMED_IN_MEMORY`
-    changes or the sums could leave 64 bits (DuckDB's window then takes them)."""
-    if not _changes_fit_in_memory(ctx):
-        return None
-    changes = ctx.arrow(f"""
-        SELECT {_select_groups(groups)}ts, x, CAST(delta AS DECIMAL(18, {_SCALE})) AS delta,
-               CAST(delta * x AS DECIMAL(38, {_SCALE})) AS delta_x
-        FROM {_step_changes_sql(ctx, groups, window)}""")
+def _summed_steps(changes: pa.Table, groups: Sequence[str], multithreaded: bool = True) -> pa.Table | None:
+    """The rows of `integrable_steps_sql` from its `changes` (the `groups` columns, `ts`, `x`, and
+    `delta` and `delta_x` as DECIMAL(18, 6) and DECIMAL(38, 6)), to the bit, with the running sums
+    taken in memory on the DECIMAL digits as 64-bit integers; None when the sums could leave 64
+    bits (DuckDB's window then takes them). `multithreaded` False sorts on this thread alone."""
     delta, delta_x = _decimal_digits(changes["delta"]), _decimal_digits(changes["delta_x"])
     if delta is None or delta_x is None or max(np.abs(delta.astype(np.float64)).sum(),
                                                np.abs(delta_x.astype(np.float64)).sum()) >= _SUMMABLE:
@@ -257,11 +252,42 @@ def _summed_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> p
     assert isinstance(frame, pl.DataFrame)
     over = (lambda e: e.over(list(groups))) if groups else (lambda e: e)
     summed = (frame.with_columns(pl.Series("delta", delta), pl.Series("delta_x", delta_x))
-              .sort("x", multithreaded=ctx.sorts_in_parallel)
+              .sort("x", multithreaded=multithreaded)
               .select(*groups, "ts", "x", over(pl.col("delta").cum_sum()).alias("gpus"),
                       over(pl.col("delta_x").cum_sum()).alias("moment")))
     return summed.with_columns(pl.Series("gpus", duckdb_decimal_double(summed["gpus"].to_numpy())),
                                pl.Series("moment", duckdb_decimal_double(summed["moment"].to_numpy()))).to_arrow()
+
+
+def _changes_both_ways(ctx: TraceContext, groups: Sequence[str], window: Window) -> tuple[pa.Table, pa.Table]:
+    """The changes `_summed_steps` reads, of a trace that leaves out its started jobs without an
+    end, from one pass over the jobs: as it counts them (those jobs left out), and with them held
+    to the end (`TraceContext.holding_open`). Per group and instant, each way's change is the sum
+    of the same changes in the same order as `_step_changes_sql` takes them that way: a job
+    without an end adds only its start, which the first way filters out."""
+    lo = _double(window.lo)
+    with ctx.holding_open("job"):
+        held = allocated_jobs_where(ctx)
+    select_groups = _select_groups(groups)
+    events = f"""(
+        SELECT {select_groups}start_time AS t, num_gpus AS delta_gpus, end_time IS NOT NULL AS ended
+        FROM {ctx.jobs} WHERE {held}
+        UNION ALL
+        SELECT {select_groups}end_time AS t, -num_gpus AS delta_gpus, true AS ended FROM {ctx.jobs}
+        WHERE {held} AND end_time IS NOT NULL)"""
+    both = ctx.arrow(f"""
+        SELECT {select_groups}ts, x, ended_changes,
+               CAST(ended AS DECIMAL(18, {_SCALE})) AS ended_delta,
+               CAST(ended * x AS DECIMAL(38, {_SCALE})) AS ended_delta_x,
+               CAST(every AS DECIMAL(18, {_SCALE})) AS delta, CAST(every * x AS DECIMAL(38, {_SCALE})) AS delta_x
+        FROM (SELECT {select_groups}greatest(epoch(t), {lo}) AS ts, greatest(epoch(t), {lo}) - {lo} AS x,
+                     count(*) FILTER (WHERE ended) AS ended_changes,
+                     sum(delta_gpus) FILTER (WHERE ended) AS ended, sum(delta_gpus) AS every
+              FROM {events} GROUP BY ALL)""")
+    with registered(ctx, both, "changes_both_ways") as changes:  # pyarrow's filter would load pandas
+        left_out = ctx.arrow(f"""SELECT {select_groups}ts, x, ended_delta AS delta, ended_delta_x AS delta_x
+                                 FROM {changes} WHERE ended_changes > 0""")
+    return left_out, both.select([*groups, "ts", "x", "delta", "delta_x"])
 
 
 def _changes_fit_in_memory(ctx: TraceContext) -> bool:
@@ -284,7 +310,9 @@ def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> st
     """`integrable_steps_sql` of `groups` over `window` as a temporary table kept to the end of
     the run (the allocation and the load at submission read it; `TraceContext.shared`), made by
     `_summed_steps` when that can; a trace of one cluster takes the whole trace's steps from its
-    cluster's (the same changes). Returns its name."""
+    cluster's (the same changes). For a trace that leaves out its started jobs without an end, the
+    steps with them held to the end are made in the same pass (`_changes_both_ways`). Returns its
+    name."""
     def make(name: str) -> None:
         if not groups and _one_cluster(ctx):
             # the changes of the whole trace are those of its one cluster, instant by instant: a
@@ -292,14 +320,38 @@ def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> st
             cluster = shared_steps(ctx, ("cluster",), window)
             ctx.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT ts, x, gpus, moment FROM {cluster}")
             return
-        table = _summed_steps(ctx, groups, window)
+        if ctx.holds_open("job"):
+            held_name, fits = name, _changes_fit_in_memory(ctx)
+        else:
+            with ctx.holding_open("job"):
+                held_name, fits = declare(), _changes_fit_in_memory(ctx)
+        if not fits:
+            ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {integrable_steps_sql(ctx, groups, window)}")
+        elif held_name == name or ctx.is_made(held_name):
+            create(name, ctx.arrow(f"""
+                SELECT {_select_groups(groups)}ts, x, CAST(delta AS DECIMAL(18, {_SCALE})) AS delta,
+                       CAST(delta * x AS DECIMAL(38, {_SCALE})) AS delta_x
+                FROM {_step_changes_sql(ctx, groups, window)}"""))
+        else:
+            # the trace leaves out its started jobs without an end, and the steps with them held
+            # to the end are asked for too (beside the headline): one pass over the jobs gives both
+            left_out, held = _changes_both_ways(ctx, groups, window)
+            create(name, left_out)
+            with ctx.holding_open("job"), ctx.making(held_name):
+                create(held_name, held)
+
+    def create(name: str, changes: pa.Table) -> None:
+        table = _summed_steps(changes, groups, ctx.sorts_in_parallel)
         if table is None:
             ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {integrable_steps_sql(ctx, groups, window)}")
             return
         with registered(ctx, table, "summed_steps") as summed:
             ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {summed}")
 
-    return ctx.shared(integrable_steps_sql(ctx, groups, window), "ddlx_steps_" + ("_".join(groups) or "all"), make)
+    def declare() -> str:
+        return ctx.shared(integrable_steps_sql(ctx, groups, window), "ddlx_steps_" + ("_".join(groups) or "all"), make)
+
+    return declare()
 
 
 def _one_cluster(ctx: TraceContext) -> bool:

@@ -250,6 +250,24 @@ class TraceContext:
             self._declare(sql, name, make)
         return name
 
+    def is_made(self, name: str) -> bool:
+        """True when the `shared` or `materialized` table `name` is made on this connection."""
+        return name in self._made
+
+    @contextlib.contextmanager
+    def making(self, name: str) -> Iterator[None]:
+        """The block makes the declared `shared` table `name` itself (another table's maker, one
+        pass giving both): from its start the table counts as made and its own maker is not run;
+        a failure leaves it to be made when read."""
+        if name not in self._materialized:
+            raise ValueError(f"{name}: not a shared table of this connection")
+        self._made.add(name)
+        try:
+            yield
+        except BaseException:
+            self._made.discard(name)
+            raise
+
     def _declare(self, sql: str, name: str, make: Callable[[str], None] | None) -> None:
         if self._catalog_key(sql) is None:
             raise ValueError(f"{name}: a materialized query must read only the catalog")
