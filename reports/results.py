@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
@@ -63,13 +64,22 @@ def write_results_into(result: AnalysisResult, folder: Path, with_report: bool =
         (folder / module.module).mkdir()
         for table in module.tables:
             frames[table_file(module.module, table.name)] = table.frame
-    for name, frame in frames.items():
-        frame = frame.with_columns(pl.lit(result.trace).alias("trace"), pl.lit(result.synthetic).alias("synthetic"))
-        write_parquet_file(frame, folder / name)
+
+    def write_tables() -> None:
+        for name, frame in frames.items():
+            frame = frame.with_columns(pl.lit(result.trace).alias("trace"), pl.lit(result.synthetic).alias("synthetic"))
+            write_parquet_file(frame, folder / name)
+
     if with_report:
         from ddlx.reports.render import write_report
 
-        write_report(result, folder)
+        # the tables are encoded and written (mostly outside Python's lock) while the report is built
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddlx-results-tables") as pool:
+            tables = pool.submit(write_tables)
+            write_report(result, folder)  # a failure here waits for the tables, and is the one raised
+        tables.result()
+    else:
+        write_tables()
     return sorted(path.relative_to(folder) for path in folder.rglob("*") if path.is_file())
 
 
