@@ -154,6 +154,7 @@ def _one_thread_per_core(ctx: TraceContext) -> Iterator[None]:
         if beside < threads:
             ctx.con.execute(f"SET threads = {threads}")
 
+
 #: How often a failed lane interrupts the other's queries until it has returned, seconds.
 INTERRUPT_EVERY_S = 0.05
 
