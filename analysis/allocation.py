@@ -180,14 +180,16 @@ def _same_groups(left: str, right: str, groups: Sequence[str]) -> str:
     return " AND ".join([f"{left}.{g} IS NOT DISTINCT FROM {right}.{g}" for g in groups] or ["TRUE"])
 
 
-def _step_changes_sql(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
+def _step_changes_sql(ctx: TraceContext, groups: Sequence[str], window: Window,
+                      sums: str = "sum(delta_gpus) AS delta", with_ended: bool = False) -> str:
     """A FROM item: the net change of allocated GPUs per group and instant, `delta` (DOUBLE, the sum
     of `allocation_events_sql`'s changes at `ts`), with `ts` (Unix seconds, changes before the
-    window start moved to it) and `x` (seconds since the window start)."""
+    window start moved to it) and `x` (seconds since the window start). `sums` replaces `delta` by
+    other aggregates of the changes, which may read their `ended` when `with_ended`."""
     lo = _double(window.lo)
     return f"""(SELECT {_select_groups(groups)}greatest(epoch(t), {lo}) AS ts, greatest(epoch(t), {lo}) - {lo} AS x,
-                       sum(delta_gpus) AS delta
-                FROM {allocation_events_sql(ctx, groups)} GROUP BY ALL)"""
+                       {sums}
+                FROM {allocation_events_sql(ctx, groups, with_ended=with_ended)} GROUP BY ALL)"""
 
 
 def integrable_steps_sql(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
@@ -265,28 +267,21 @@ def _changes_both_ways(ctx: TraceContext, groups: Sequence[str], window: Window)
     to the end (`TraceContext.holding_open`). Per group and instant, each way's change is the sum
     of the same changes in the same order as `_step_changes_sql` takes them that way: a job
     without an end adds only its start, which the first way filters out."""
-    lo = _double(window.lo)
     with ctx.holding_open("job"):
-        held = allocated_jobs_where(ctx)
+        changes = _step_changes_sql(ctx, groups, window, with_ended=True, sums=(
+            "count(*) FILTER (WHERE ended) AS ended_changes, sum(delta_gpus) FILTER (WHERE ended) AS ended_sum, "
+            "sum(delta_gpus) AS every_sum"))
     select_groups = _select_groups(groups)
-    events = f"""(
-        SELECT {select_groups}start_time AS t, num_gpus AS delta_gpus, end_time IS NOT NULL AS ended
-        FROM {ctx.jobs} WHERE {held}
-        UNION ALL
-        SELECT {select_groups}end_time AS t, -num_gpus AS delta_gpus, true AS ended FROM {ctx.jobs}
-        WHERE {held} AND end_time IS NOT NULL)"""
     both = ctx.arrow(f"""
         SELECT {select_groups}ts, x, ended_changes,
-               CAST(ended AS DECIMAL(18, {_SCALE})) AS ended_delta,
-               CAST(ended * x AS DECIMAL(38, {_SCALE})) AS ended_delta_x,
-               CAST(every AS DECIMAL(18, {_SCALE})) AS delta, CAST(every * x AS DECIMAL(38, {_SCALE})) AS delta_x
-        FROM (SELECT {select_groups}greatest(epoch(t), {lo}) AS ts, greatest(epoch(t), {lo}) - {lo} AS x,
-                     count(*) FILTER (WHERE ended) AS ended_changes,
-                     sum(delta_gpus) FILTER (WHERE ended) AS ended, sum(delta_gpus) AS every
-              FROM {events} GROUP BY ALL)""")
-    with registered(ctx, both, "changes_both_ways") as changes:  # pyarrow's filter would load pandas
+               CAST(ended_sum AS DECIMAL(18, {_SCALE})) AS ended_delta,
+               CAST(ended_sum * x AS DECIMAL(38, {_SCALE})) AS ended_delta_x,
+               CAST(every_sum AS DECIMAL(18, {_SCALE})) AS delta,
+               CAST(every_sum * x AS DECIMAL(38, {_SCALE})) AS delta_x
+        FROM {changes}""")
+    with registered(ctx, both, "changes_both_ways") as both_ways:  # pyarrow's filter would load pandas
         left_out = ctx.arrow(f"""SELECT {select_groups}ts, x, ended_delta AS delta, ended_delta_x AS delta_x
-                                 FROM {changes} WHERE ended_changes > 0""")
+                                 FROM {both_ways} WHERE ended_changes > 0""")
     return left_out, both.select([*groups, "ts", "x", "delta", "delta_x"])
 
 

@@ -146,11 +146,11 @@ def _one_thread_per_core(ctx: TraceContext) -> Iterator[None]:
     beside = max(1, min(threads, (os.cpu_count() or 1) - 1))
     if beside < threads:
         ctx.con.execute(f"SET threads = {beside}")
-    ctx.sorts_in_parallel = (os.cpu_count() or 1) > 2
+    sorts_in_parallel, ctx.sorts_in_parallel = ctx.sorts_in_parallel, (os.cpu_count() or 1) > 2
     try:
         yield
     finally:
-        ctx.sorts_in_parallel = True
+        ctx.sorts_in_parallel = sorts_in_parallel
         if beside < threads:
             ctx.con.execute(f"SET threads = {threads}")
 

@@ -248,16 +248,19 @@ def allocated_jobs_where(ctx: TraceContext, where: str = "TRUE") -> str:
             f"AND ({where})")
 
 
-def allocation_events_sql(ctx: TraceContext, groups: Sequence[str] = (), where: str = "TRUE") -> str:
+def allocation_events_sql(ctx: TraceContext, groups: Sequence[str] = (), where: str = "TRUE",
+                          with_ended: bool = False) -> str:
     """A FROM item: the changes of allocated GPUs (definition `utilization.allocated_gpus`).
 
     Rows: the `groups` columns of `jobs`, `t` (TIMESTAMPTZ) and `delta_gpus`: +num_gpus at the
-    start_time of a job that holds GPUs (`allocated_jobs_where`), -num_gpus at its end_time.
+    start_time of a job that holds GPUs (`allocated_jobs_where`), -num_gpus at its end_time;
+    `with_ended`, also `ended`: whether the change's job has an end.
     """
     select_groups = "".join(f"{g}, " for g in groups)
     held = allocated_jobs_where(ctx, where)
+    start_ended, end_ended = (", end_time IS NOT NULL AS ended", ", true AS ended") if with_ended else ("", "")
     return f"""(
-        SELECT {select_groups}start_time AS t, num_gpus AS delta_gpus FROM {ctx.jobs} WHERE {held}
+        SELECT {select_groups}start_time AS t, num_gpus AS delta_gpus{start_ended} FROM {ctx.jobs} WHERE {held}
         UNION ALL
-        SELECT {select_groups}end_time AS t, -num_gpus AS delta_gpus FROM {ctx.jobs}
+        SELECT {select_groups}end_time AS t, -num_gpus AS delta_gpus{end_ended} FROM {ctx.jobs}
         WHERE {held} AND end_time IS NOT NULL)"""
