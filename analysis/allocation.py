@@ -309,7 +309,7 @@ def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> st
     steps with them held to the end are made in the same pass (`_changes_both_ways`). Returns its
     name."""
     def make(name: str) -> None:
-        if not groups and _one_cluster(ctx):
+        if not groups and one_cluster(ctx, f"(SELECT cluster FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)})"):
             # the changes of the whole trace are those of its one cluster, instant by instant: a
             # view of its table, not a second copy of the steps in memory
             cluster = shared_steps(ctx, ("cluster",), window)
@@ -349,10 +349,11 @@ def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> st
     return declare()
 
 
-def _one_cluster(ctx: TraceContext) -> bool:
-    """True when every job holding GPUs names the same one cluster."""
+def one_cluster(ctx: TraceContext, rows: str) -> bool:
+    """True when every row of `rows` (a FROM item with a `cluster` column) names the same one
+    cluster: a join on the cluster then matches every pair of rows, and can be left out."""
     found = ctx.one_row(f"SELECT count(DISTINCT cluster) AS clusters, count(*) - count(cluster) AS unnamed "
-                        f"FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)}")
+                        f"FROM {rows}")
     return found["clusters"] == 1 and found["unnamed"] == 0
 
 

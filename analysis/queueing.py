@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from ddlx.analysis.allocation import shared_steps, trace_window
+from ddlx.analysis.allocation import one_cluster, shared_steps, trace_window
 from ddlx.analysis.capacity import capacity_sources, gpu_capacity_sql
 from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
@@ -235,19 +235,29 @@ def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
              "SELECT NULL::VARCHAR AS cluster, NULL::DOUBLE AS ts, NULL::DOUBLE AS gpus WHERE FALSE")
     submitted = f"""SELECT cluster, submit_time, queue_s, start_time IS NULL AS never_started
                     FROM {ctx.jobs} WHERE num_gpus > 0 AND submit_time IS NOT NULL"""
-    looked_up = """SELECT j.*, greatest(coalesce(s.gpus, 0), 0) AS allocated_gpus
-                   FROM submitted j ASOF LEFT JOIN steps s ON j.cluster = s.cluster AND epoch(j.submit_time) > s.ts"""
-    defining = _load_sql(ctx, steps, submitted, looked_up)
+    defining = _load_sql(ctx, steps, submitted, _looked_up_sql(by_cluster=True))
 
     def compute() -> pl.DataFrame:
         rows = ctx.one_row(f"SELECT (SELECT count(*) FROM ({submitted})) + (SELECT count(*) FROM ({steps})) AS n")["n"]
         if rows > LOAD_LOOKUP_ROWS:
+            if one_cluster(ctx, f"(SELECT cluster FROM ({submitted}) UNION ALL SELECT cluster FROM ({steps}))"):
+                return ctx.query(_load_sql(ctx, steps, submitted, _looked_up_sql(by_cluster=False)))
             return ctx.query(defining)
         found = _allocated_at_submission(ctx, steps, submitted).to_arrow()
         with ctx.registered(found, "ddlx_queueing_at_submit") as at_submit:
             return ctx.query(_load_sql(ctx, steps, submitted, f"SELECT * FROM {at_submit}"))
 
     return ctx.computed(defining, compute)
+
+
+def _looked_up_sql(by_cluster: bool) -> str:
+    """The rows of the CTE `submitted` with `allocated_gpus` (`queueing.allocated_gpus_at_submit`),
+    by an as-of join with the CTE `steps`. `by_cluster` False when both name one same cluster: the
+    same rows, but DuckDB sorts each cluster of an as-of join on one thread, and the rows of a join
+    without one on all of them (10.9 M submissions: 1.3 s against 5.7 s)."""
+    same_cluster = "j.cluster = s.cluster AND " if by_cluster else ""
+    return f"""SELECT j.*, greatest(coalesce(s.gpus, 0), 0) AS allocated_gpus
+               FROM submitted j ASOF LEFT JOIN steps s ON {same_cluster}epoch(j.submit_time) > s.ts"""
 
 
 def _allocated_at_submission(ctx: TraceContext, steps: str, submitted: str) -> pl.DataFrame:

@@ -67,6 +67,14 @@ def test_decimal_digits_become_the_doubles_duckdb_casts_them_to() -> None:
     assert (digits * 1e-6 != cast).any()
 
 
+def _one_cluster_home(tmp_path: Path, *more_jobs: str) -> Path:
+    """A data home of the jobs of cluster a (and `more_jobs`, rows of STEPS_CSV), as trace "one"."""
+    rows = [line for line in STEPS_CSV.splitlines() if ",b," not in line]
+    (tmp_path / "one.csv").write_text("\n".join([*rows, *more_jobs]) + "\n")
+    import_dataset("one", tmp_path / "one.csv", tmp_path / "home", mapping=STEPS_MAP, time_unit="datetime", tz="UTC")
+    return tmp_path / "home"
+
+
 def _bits(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """`frame` sorted by `keys`, its DOUBLEs as their 64 bits."""
     return frame.sort(keys).with_columns(pl.col(pl.Float64).cast(pl.Float64).map_batches(
@@ -111,12 +119,9 @@ def test_the_steps_of_a_trace_of_one_cluster_are_its_clusters(tmp_path: Path, mo
     """Cluster a alone: the whole trace's steps, read from the cluster's table, are the rows its
     definition gives, to the bit (summed in memory, or by DuckDB's window)."""
     monkeypatch.setattr(allocation, "STEPS_SUMMED_IN_MEMORY", limit)
-    one = "\n".join(line for line in STEPS_CSV.splitlines() if ",b," not in line) + "\n"
-    (tmp_path / "one.csv").write_text(one)
-    import_dataset("one", tmp_path / "one.csv", tmp_path / "home", mapping=STEPS_MAP, time_unit="datetime", tz="UTC")
-    with open_trace(tmp_path / "home", "one", cache=False) as ctx:
+    with open_trace(_one_cluster_home(tmp_path), "one", cache=False) as ctx:
         window = allocation.trace_window(ctx)
-        assert window is not None and allocation._one_cluster(ctx)
+        assert window is not None and allocation.one_cluster(ctx, f"(SELECT cluster FROM {ctx.jobs})")
         defined = ctx.con.sql(allocation.integrable_steps_sql(ctx, (), window)).pl()
         name = allocation.shared_steps(ctx, (), window)
         stored = ctx.query(f"SELECT * FROM {name}")
@@ -162,6 +167,24 @@ def test_a_trace_too_large_for_memory_gives_the_same_results(steps_home: Path, m
         for table, other in zip(ours.tables, theirs.tables):
             assert table.frame.equals(other.frame), (module, table.name)
         assert [f.value for f in ours.findings] == [f.value for f in theirs.findings]
+
+
+def test_one_cluster_looks_up_the_load_at_submission_without_a_partition_per_cluster(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # and one more job of cluster a that never starts: every submission and step is of a
+    home = _one_cluster_home(tmp_path, "j10,a,2024-03-01 04:00:00,,,1")
+    in_memory = run_analysis(home, "one", ["queueing"], cache=False).module("queueing")
+    asked: list[bool] = []
+    looked_up_sql = queueing._looked_up_sql
+    monkeypatch.setattr(queueing, "_looked_up_sql",
+                        lambda by_cluster: asked.append(by_cluster) or looked_up_sql(by_cluster))
+    monkeypatch.setattr(queueing, "LOAD_LOOKUP_ROWS", 0)
+    in_duckdb = run_analysis(home, "one", ["queueing"], cache=False).module("queueing")
+    assert asked == [True, False]  # the defining query names the cluster; the one run does not
+    load = {t.name: t.frame for t in in_duckdb.tables}["by_load_at_submit"]
+    assert load.filter((pl.col("reference") == "peak_allocation") & (pl.col("cluster") == "a"))["jobs"].sum() == 7
+    for table, other in zip(in_memory.tables, in_duckdb.tables, strict=True):
+        assert table.frame.equals(other.frame), table.name
 
 
 def test_load_at_submission_looked_up_in_memory(steps_home: Path) -> None:
