@@ -117,40 +117,51 @@ JOBS_INPUTS: tuple[str, ...] = ("pai_job_table", "pai_task_table", "pai_instance
 
 def jobs_sql(folder: Path, present: set[str]) -> str:
     """The canonical `pai_jobs` rows, from the stored job, task and group-tag tables and the
-    instances' roll-up (`TASK_INSTANCES`, built before)."""
+    instances' roll-up (`TASK_INSTANCES`, built before).
+
+    The tasks and the roll-up are grouped by job_name together, in one aggregate over the rows of
+    both, and joined to the jobs once; the tags of an inst_id with one row are that row, screened
+    by the 64-bit hash of inst_id (a hash seen once is an inst_id seen once), so that only the rare
+    repeated ones are grouped on their text (docs/performance.md: at ten times the release, two
+    aggregates, a grouping of every tag and three joins held more than DuckDB's memory limit)."""
     if "pai_group_tag_table" in present:
-        # the mode is taken only where an inst_id has several rows: a single row is its own mode,
-        # and two mode aggregates over every inst_id cost twice this
         group_tags = parquet_sql(folder, "pai_group_tag_table")
+        # an inst_id with several rows takes each column's mode; its rows share a hash, and a hash
+        # shared by different inst_ids (a collision) gives each of them its own single row again
         tags = f"""
-    WITH counted AS (
-        SELECT inst_id, count(*) AS tag_rows, any_value("group") AS job_group, any_value(workload) AS workload
-        FROM {group_tags} GROUP BY inst_id)
-    SELECT inst_id, job_group, workload FROM counted WHERE tag_rows = 1
+    SELECT inst_id, "group" AS job_group, workload FROM {group_tags}
+    WHERE hash(inst_id) NOT IN (SELECT h FROM repeated_tags)
     UNION ALL
     SELECT inst_id, mode("group"), mode(workload) FROM {group_tags}
-    WHERE inst_id IN (SELECT inst_id FROM counted WHERE tag_rows > 1) GROUP BY inst_id"""
+    WHERE hash(inst_id) IN (SELECT h FROM repeated_tags) GROUP BY inst_id"""
+        repeated = f"SELECT hash(inst_id) AS h FROM {group_tags} GROUP BY h HAVING count(*) > 1"
     else:
         tags = "SELECT NULL::VARCHAR AS inst_id, NULL::VARCHAR AS job_group, NULL::VARCHAR AS workload WHERE false"
+        repeated = "SELECT NULL::UBIGINT AS h WHERE false"
     return f"""
-WITH tasks AS (
+WITH per_job AS (
+    -- a task row has is_task and no first_start, a roll-up row the reverse
     SELECT job_name,
-           count(*) AS num_tasks,
+           count(*) FILTER (WHERE is_task) AS num_tasks,
            sum(inst_num) AS num_instances,
            sum(inst_num * coalesce(plan_gpu, 0)) / 100 AS num_gpus,
            sum(inst_num * coalesce(plan_cpu, 0)) / 100 AS num_cpus,
            sum(task_mem_gb) AS mem_gb,
-           arg_min(gpu_type, struct_pack(fewer_gpus := -task_gpus, gpu_type := gpu_type))
-               FILTER (WHERE gpu_type IS NOT NULL AND task_gpus > 0) AS gpu_type,
-           bool_or(plan_gpu IS NOT NULL AND plan_gpu % 100 <> 0) AS fractional_gpu
-    FROM {parquet_sql(folder, 'pai_task_table')}
+           -- the GPU type of the task with the most GPUs; on a tie, the first name
+           min(struct_pack(fewer_gpus := -task_gpus, gpu_type := gpu_type))
+               FILTER (WHERE gpu_type IS NOT NULL AND task_gpus > 0) AS gpu_pick,
+           bool_or(plan_gpu IS NOT NULL AND plan_gpu % 100 <> 0) AS fractional_gpu,
+           min(first_start) AS first_start
+    FROM (
+        SELECT job_name, true AS is_task, inst_num, plan_gpu, plan_cpu, task_mem_gb, gpu_type, task_gpus,
+               NULL::DOUBLE AS first_start
+        FROM {parquet_sql(folder, 'pai_task_table')}
+        UNION ALL
+        SELECT job_name, false, NULL, NULL, NULL, NULL, NULL, NULL, first_start
+        FROM {parquet_sql(folder, TASK_INSTANCES)})
     GROUP BY job_name
 ),
-instances AS (
-    SELECT job_name, min(first_start) AS first_start
-    FROM {parquet_sql(folder, TASK_INSTANCES)}
-    GROUP BY job_name
-),
+repeated_tags AS ({repeated}),
 tags AS ({tags})
 SELECT
     '{TRACE}' AS trace,
@@ -162,23 +173,22 @@ SELECT
     NULL::VARCHAR AS job_name,
     g.workload,
     to_timestamp(j.start_time) AS submit_time,
-    to_timestamp(i.first_start) AS start_time,
+    to_timestamp(t.first_start) AS start_time,
     to_timestamp(j.end_time) AS end_time,
     '{schema.SOURCE_TZ}' AS source_tz,
-    i.first_start - j.start_time AS queue_s,
-    j.end_time - i.first_start AS run_s,
+    t.first_start - j.start_time AS queue_s,
+    j.end_time - t.first_start AS run_s,
     coalesce(t.num_gpus, 0) AS num_gpus,
     coalesce(t.num_cpus, 0) AS num_cpus,
     coalesce(t.mem_gb, 0) AS mem_gb,
     CAST(coalesce(t.num_instances, 0) AS BIGINT) AS num_instances,
     coalesce(t.num_tasks, 0) AS num_tasks,
-    t.gpu_type,
+    t.gpu_pick.gpu_type AS gpu_type,
     coalesce(t.fractional_gpu, false) AS fractional_gpu,
     {state_case_sql("j.status", STATE_MAP)} AS state,
     j.status AS raw_state
 FROM {parquet_sql(folder, 'pai_job_table')} AS j
-LEFT JOIN tasks AS t USING (job_name)
-LEFT JOIN instances AS i USING (job_name)
+LEFT JOIN per_job AS t USING (job_name)
 LEFT JOIN tags AS g ON g.inst_id = j.inst_id
 """
 
