@@ -210,8 +210,7 @@ def integrable_steps_sql(ctx: TraceContext, groups: Sequence[str], window: Windo
     return f"""
     SELECT {_select_groups(groups)}ts, x,
            CAST(sum(delta) OVER w AS DOUBLE) AS gpus, CAST(sum(delta_x) OVER w AS DOUBLE) AS moment
-    FROM (SELECT {_select_groups(groups)}ts, x, CAST(delta AS DECIMAL(18, 6)) AS delta,
-                 CAST(delta * x AS DECIMAL(38, 6)) AS delta_x
+    FROM (SELECT {_select_groups(groups)}ts, x, {_decimal_change_sql("delta")}
           FROM {_step_changes_sql(ctx, groups, window)})
     WINDOW w AS ({partition}ORDER BY x ROWS UNBOUNDED PRECEDING)"""
 
@@ -222,6 +221,13 @@ STEPS_SUMMED_IN_MEMORY = 4_000_000
 
 #: Millionths: the scale of the DECIMAL sums of `integrable_steps_sql`.
 _SCALE = 6
+
+
+def _decimal_change_sql(change: str, prefix: str = "") -> str:
+    """Select items: the change `change` and `change` x `x` as the DECIMALs whose running sums are
+    the steps, `{prefix}delta` DECIMAL(18, 6) and `{prefix}delta_x` DECIMAL(38, 6)."""
+    return (f"CAST({change} AS DECIMAL(18, {_SCALE})) AS {prefix}delta, "
+            f"CAST({change} * x AS DECIMAL(38, {_SCALE})) AS {prefix}delta_x")
 
 #: Largest sum of absolute values the in-memory running sums take in 64-bit integers.
 _SUMMABLE = 2.0 ** 62
@@ -273,11 +279,8 @@ def _changes_both_ways(ctx: TraceContext, groups: Sequence[str], window: Window)
             "sum(delta_gpus) AS every_sum"))
     select_groups = _select_groups(groups)
     both = ctx.arrow(f"""
-        SELECT {select_groups}ts, x, ended_changes,
-               CAST(ended_sum AS DECIMAL(18, {_SCALE})) AS ended_delta,
-               CAST(ended_sum * x AS DECIMAL(38, {_SCALE})) AS ended_delta_x,
-               CAST(every_sum AS DECIMAL(18, {_SCALE})) AS delta,
-               CAST(every_sum * x AS DECIMAL(38, {_SCALE})) AS delta_x
+        SELECT {select_groups}ts, x, ended_changes, {_decimal_change_sql("ended_sum", "ended_")},
+               {_decimal_change_sql("every_sum")}
         FROM {changes}""")
     with registered(ctx, both, "changes_both_ways") as both_ways:  # pyarrow's filter would load pandas
         left_out = ctx.arrow(f"""SELECT {select_groups}ts, x, ended_delta AS delta, ended_delta_x AS delta_x
@@ -323,10 +326,8 @@ def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> st
         if not fits:
             ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {integrable_steps_sql(ctx, groups, window)}")
         elif held_name == name or ctx.is_made(held_name):
-            create(name, ctx.arrow(f"""
-                SELECT {_select_groups(groups)}ts, x, CAST(delta AS DECIMAL(18, {_SCALE})) AS delta,
-                       CAST(delta * x AS DECIMAL(38, {_SCALE})) AS delta_x
-                FROM {_step_changes_sql(ctx, groups, window)}"""))
+            create(name, ctx.arrow(f"""SELECT {_select_groups(groups)}ts, x, {_decimal_change_sql("delta")}
+                                       FROM {_step_changes_sql(ctx, groups, window)}"""))
         else:
             # the trace leaves out its started jobs without an end, and the steps with them held
             # to the end are asked for too (beside the headline): one pass over the jobs gives both
