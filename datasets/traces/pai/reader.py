@@ -129,15 +129,14 @@ def jobs_sql(folder: Path, present: set[str]) -> str:
         # an inst_id with several rows takes each column's mode; its rows share a hash, and a hash
         # shared by different inst_ids (a collision) gives each of them its own single row again
         tags = f"""
+    WITH repeated AS (SELECT hash(inst_id) AS h FROM {group_tags} GROUP BY h HAVING count(*) > 1)
     SELECT inst_id, "group" AS job_group, workload FROM {group_tags}
-    WHERE hash(inst_id) NOT IN (SELECT h FROM repeated_tags)
+    WHERE hash(inst_id) NOT IN (SELECT h FROM repeated)
     UNION ALL
     SELECT inst_id, mode("group"), mode(workload) FROM {group_tags}
-    WHERE hash(inst_id) IN (SELECT h FROM repeated_tags) GROUP BY inst_id"""
-        repeated = f"SELECT hash(inst_id) AS h FROM {group_tags} GROUP BY h HAVING count(*) > 1"
+    WHERE hash(inst_id) IN (SELECT h FROM repeated) GROUP BY inst_id"""
     else:
         tags = "SELECT NULL::VARCHAR AS inst_id, NULL::VARCHAR AS job_group, NULL::VARCHAR AS workload WHERE false"
-        repeated = "SELECT NULL::UBIGINT AS h WHERE false"
     return f"""
 WITH per_job AS (
     -- a task row has is_task and no first_start, a roll-up row the reverse
@@ -161,7 +160,6 @@ WITH per_job AS (
         FROM {parquet_sql(folder, TASK_INSTANCES)})
     GROUP BY job_name
 ),
-repeated_tags AS ({repeated}),
 tags AS ({tags})
 SELECT
     '{TRACE}' AS trace,
