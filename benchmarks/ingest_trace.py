@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -105,6 +106,23 @@ def measure(command: list[str]) -> tuple[float, float]:
     """Run `command`; return (wall seconds, peak RSS in MiB of the process and its children)."""
     elapsed, peak_mb, _ = measure_output(command)
     return elapsed, peak_mb
+
+
+def drop_from_page_cache(folder: Path) -> int:
+    """Ask the kernel to drop the cached pages of every file under `folder` (`posix_fadvise`
+    DONTNEED; pages not yet written are written first), so that the next read comes from the disk.
+    Returns the bytes of the files."""
+    total = 0
+    for path in folder.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+            total += path.stat().st_size
+    return total
 
 
 def extract_release(release: Path, dest: Path) -> None:
