@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -100,6 +101,15 @@ def measure_output(command: list[str], limit_s: float | None = None) -> tuple[fl
         if process.returncode != 0:
             sys.exit(f"failed: {' '.join(command)}\n{err.read().decode()}")
         return elapsed, peak / 2**20, out.read().decode()
+
+
+def measure_cpu(command: list[str]) -> tuple[float, float, float]:
+    """Run `command`; return (wall seconds, peak RSS in MiB, CPU seconds, user and system, of the
+    process and the children it waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    elapsed, peak_mb, _ = measure_output(command)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, peak_mb, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def measure(command: list[str]) -> tuple[float, float]:
