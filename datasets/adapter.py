@@ -8,7 +8,7 @@ at the top and defines a `TraceAdapter` subclass. `ingest` drives every adapter 
    background) and hashes every input file, noting whether it holds a NUL byte;
 3. `load_table(...)`, table by table, smallest input first: the table's parts -> one typed zstd
    Parquet file (the default reads CSVs with the explicit schema of `csv_format`);
-4. `derived_tables(paths)`: SELECTs over the stored Parquet files that build further tables, the
+4. `derived_tables(paths)`: SELECTs (or builds in steps) over the stored Parquet files that build further tables, the
    canonical `<trace>_jobs` among them;
 5. `validation_checks(present)` and `figures(present)`: the validation report.
 
@@ -96,6 +96,14 @@ class CsvFormat:
     timestamp_format: str | None = None
 
 
+#: A derived table built in several steps: `build(con, out_path, scratch)` writes the table at
+#: `out_path` (scratch files go under the folder `scratch`, removed after) and returns its rows.
+DerivedBuild = Callable[[duckdb.DuckDBPyConnection, Path, Path], int]
+
+#: A derived table: one SELECT over the stored tables, or a `DerivedBuild`.
+DerivedTable = str | DerivedBuild
+
+
 @dataclass
 class TraceAdapter:
     """Base class of the per-trace adapters; subclasses override what their format needs.
@@ -145,9 +153,10 @@ class TraceAdapter:
 
     # -- derived tables and validation -------------------------------------------------------
 
-    def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
+    def derived_tables(self, folder: Path, present: set[str]) -> dict[str, DerivedTable]:
         """SELECTs building further tables, in order, from the stored tables `present` in `folder`
-        (each `<table>.parquet`; see `parquet_sql`). A derived table may read earlier ones.
+        (each `<table>.parquet`; see `parquet_sql`), or builds that write one in several steps
+        (`DerivedBuild`). A derived table may read earlier ones.
 
         Only tables whose inputs are all present are returned.
         """

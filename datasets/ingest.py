@@ -418,10 +418,10 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         for name, select in adapter.derived_tables(staging, set(present)).items():
             say(f"{adapter.name}: building {name}")
             began = time.monotonic()
-            out = sql_string(str(staging / f"{name}.parquet"))
+            out = staging / f"{name}.parquet"
             try:
-                rows[name] = int(con.execute(
-                    f"COPY ({select}) TO {out} ({PARQUET_COPY_OPTIONS})").fetchall()[0][0])
+                rows[name] = (int(con.execute(f"COPY ({select}) TO {sql_string(str(out))} ({PARQUET_COPY_OPTIONS})")
+                                  .fetchall()[0][0]) if isinstance(select, str) else select(con, out, staging / "tmp"))
             except duckdb.Error as exc:
                 raise _build_error(adapter, name, exc, staging) from None
             steps[name] = round(time.monotonic() - began, 3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -13,8 +14,25 @@ import pytest
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import INGEST_FORMAT, ingest
+from ddlx.datasets.traces.pai import reader
 from ddlx.errors import InputError
 from tests.conftest import write_pai_release
+
+
+@pytest.fixture(params=["one query", "three buckets"])
+def job_buckets(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Each test using it runs twice: the canonical jobs built in one query, then in three buckets
+    of the job name (`build_jobs_in_buckets`, which large releases take), whatever the job count."""
+    if request.param == "three buckets":
+        built = []
+        in_buckets = reader.build_jobs_in_buckets
+        monkeypatch.setattr(reader, "jobs_buckets", lambda jobs: 3)
+        monkeypatch.setattr(reader, "build_jobs_in_buckets",
+                            lambda *args: built.append(args[2]) or in_buckets(*args))
+        yield request.param
+        assert built == [3]
+    else:
+        yield request.param
 
 
 def _jobs(home: Path) -> dict[str, dict]:
@@ -22,7 +40,7 @@ def _jobs(home: Path) -> dict[str, dict]:
     return {r["job_id"]: r for r in rows}
 
 
-def test_rollup_matches_hand_derived_jobs(pai_release: Path, home: Path) -> None:
+def test_rollup_matches_hand_derived_jobs(pai_release: Path, home: Path, job_buckets: str) -> None:
     result = ingest("pai", pai_release, home)
     assert result.tables["pai_job_table"] == 5
     assert result.tables["pai_jobs"] == 5
@@ -47,7 +65,8 @@ def test_rollup_matches_hand_derived_jobs(pai_release: Path, home: Path) -> None
     assert (j5["num_gpus"], j5["gpu_type"], j5["queue_s"], j5["run_s"]) == (0, None, 0, 60)
 
 
-def test_a_job_with_several_group_tag_rows_takes_the_most_frequent_group_and_workload(tmp_path: Path) -> None:
+def test_a_job_with_several_group_tag_rows_takes_the_most_frequent_group_and_workload(tmp_path: Path,
+                                                                                      job_buckets: str) -> None:
     """inst2 has three tag rows (group g2, g2, g7; workload w3 twice): the job takes g2 and w3;
     a job with one row takes that row's values, a job with none takes none."""
     tags = b"inst1,u1,,g1,bert\ninst2,u1,V100,g2,w1\ninst2,u1,V100,g7,w3\ninst2,u1,V100,g2,w3\ninst9,u9,,g9,\n"
@@ -221,7 +240,7 @@ def test_real_table_over_a_synthetic_ingest_stays_labelled_synthetic(pai_release
     assert not ingest("pai", real, home).synthetic
 
 
-def test_a_jobs_gpu_request_is_summed_exactly(tmp_path: Path, home: Path) -> None:
+def test_a_jobs_gpu_request_is_summed_exactly(tmp_path: Path, home: Path, job_buckets: str) -> None:
     """Ten tasks of one instance asking for 10 % of a GPU ask for exactly 1 GPU: the request is
     the exact sum of inst_num * plan_gpu (whole percents) divided by 100 once, not a sum of tenths
     (0.1 ten times is 0.9999999999999999 in floating point, which falls in the (0,1) bucket)."""
@@ -298,7 +317,8 @@ def test_the_manifest_times_each_step(pai_release: Path, home: Path) -> None:
 
 @pytest.mark.parametrize("first", ["T4", "P100"])
 def test_a_job_whose_tasks_ask_as_many_gpus_takes_the_type_first_in_alphabetical_order(tmp_path: Path,
-                                                                                       first: str) -> None:
+                                                                                       first: str,
+                                                                                       job_buckets: str) -> None:
     """Two tasks of 1 GPU each, one on T4 and one on P100, in either order in the file: P100."""
     other = "P100" if first == "T4" else "T4"
     tasks = [f"jt,a,1.0,Terminated,1000.0,2000.0,100.0,1.0,100.0,{first}",
@@ -374,3 +394,31 @@ def test_the_instances_per_task_are_stored_as_the_released_rows_give_them(tmp_pa
     found = {(c["table"], c["check"]): c["rows"] for c in manifest["validation"]}
     assert found[("pai_instance_table", "orphan: instance without task (job_name, task_name)")] == orphans
     assert generated or orphans == 1
+
+
+def test_large_releases_take_buckets_of_about_two_million_jobs() -> None:
+    assert [reader.jobs_buckets(n) for n in (5, 1_260_000, 8_000_000, 8_000_001, 12_600_000)] == [1, 1, 1, 5, 7]
+
+
+def test_the_jobs_built_in_buckets_are_the_jobs_of_one_query(tmp_path: Path) -> None:
+    """On a generated release (some jobs without tasks, instances or tags, tags repeated), the
+    canonical jobs built in 2 and in 5 buckets hold the same rows, column for column, as one query,
+    and leave no scratch files."""
+    from ddlx.datasets.catalog import bound_memory
+    from ddlx.datasets.traces.pai.generator import generate
+
+    generate(tmp_path / "release", scale=0.002, seed=3)
+    home = tmp_path / "home"
+    ingest("pai", tmp_path / "release", home)
+    store = catalog.read_registrations(home)["pai"].store_dir
+    present = {p.stem for p in store.glob("*.parquet")}
+    con = duckdb.connect()
+    bound_memory(con, tmp_path / "spill")
+    one = con.execute(reader.jobs_sql(store, present)).fetchall()
+    assert len(one) > 100
+    for buckets in (2, 5):
+        out, scratch = tmp_path / f"jobs{buckets}.parquet", tmp_path / f"scratch{buckets}"
+        scratch.mkdir()
+        assert reader.build_jobs_in_buckets(store, present, buckets)(con, out, scratch) == len(one)
+        assert sorted(con.execute(f"SELECT * FROM '{out}'").fetchall(), key=repr) == sorted(one, key=repr)
+        assert list(scratch.iterdir()) == []

@@ -27,14 +27,27 @@ How a job is rolled up from its tasks and instances (table `pai_jobs`, canonical
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from ddlx.datasets.adapter import CsvFormat, SourcePart, TraceAdapter, find_file, missing_error, parquet_sql
+import duckdb
+
+from ddlx.datasets.adapter import (
+    CsvFormat,
+    DerivedBuild,
+    DerivedTable,
+    SourcePart,
+    TraceAdapter,
+    find_file,
+    missing_error,
+    parquet_sql,
+)
+from ddlx.datasets.buckets import bucket_count, bucket_item, stored_rows, write_buckets
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.csvload import SOURCE
 from ddlx.datasets.ranges import ValueRange
-from ddlx.datasets.sqltext import quote_identifier
+from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, quote_identifier, sql_string
 from ddlx.datasets.traces.pai import schema
 from ddlx.datasets.traces.pai.release import RELEASE as PAI
 from ddlx.datasets.validation import Check, duplicate_key_check
@@ -116,29 +129,49 @@ JOBS_INPUTS: tuple[str, ...] = ("pai_job_table", "pai_task_table", "pai_instance
 
 
 def jobs_sql(folder: Path, present: set[str]) -> str:
-    """The canonical `pai_jobs` rows, from the stored job, task and group-tag tables and the
-    instances' roll-up (`TASK_INSTANCES`, built before).
+    """The canonical `pai_jobs` rows in one query, from the stored job, task and group-tag tables and
+    the instances' roll-up (`TASK_INSTANCES`, built before).
 
     The tasks and the roll-up are grouped by job_name together, in one aggregate over the rows of
     both, and joined to the jobs once; the tags of an inst_id with one row are that row, screened
     by the 64-bit hash of inst_id (a hash seen once is an inst_id seen once), so that only the rare
     repeated ones are grouped on their text (docs/performance.md: at ten times the release, two
-    aggregates, a grouping of every tag and three joins held more than DuckDB's memory limit)."""
-    if "pai_group_tag_table" in present:
-        group_tags = parquet_sql(folder, "pai_group_tag_table")
-        # an inst_id with several rows takes each column's mode; its rows share a hash, and a hash
-        # shared by different inst_ids (a collision) gives each of them its own single row again
-        tags = f"""
+    aggregates, a grouping of every tag and three joins held more than DuckDB's memory limit;
+    `build_jobs_in_buckets` runs them bucket by bucket)."""
+    tags = _tags_sql(parquet_sql(folder, "pai_group_tag_table") if "pai_group_tag_table" in present else None)
+    return f"""
+WITH per_job AS ({_per_job_sql(parquet_sql(folder, 'pai_task_table'), parquet_sql(folder, TASK_INSTANCES))}),
+tags AS ({tags})
+SELECT {_jobs_columns("j", "t")}
+FROM {parquet_sql(folder, 'pai_job_table')} AS j
+LEFT JOIN per_job AS t USING (job_name)
+LEFT JOIN tags AS g ON g.inst_id = j.inst_id
+"""
+
+
+def _tags_sql(group_tags: str | None) -> str:
+    """inst_id, job_group, workload: one row per inst_id of the FROM item `group_tags` (None: no rows)."""
+    if group_tags is None:
+        return "SELECT NULL::VARCHAR AS inst_id, NULL::VARCHAR AS job_group, NULL::VARCHAR AS workload WHERE false"
+    # an inst_id with several rows takes each column's mode; its rows share a hash, and a hash
+    # shared by different inst_ids (a collision) gives each of them its own single row again
+    return f"""
     WITH repeated AS (SELECT hash(inst_id) AS h FROM {group_tags} GROUP BY h HAVING count(*) > 1)
     SELECT inst_id, "group" AS job_group, workload FROM {group_tags}
     WHERE hash(inst_id) NOT IN (SELECT h FROM repeated)
     UNION ALL
     SELECT inst_id, mode("group"), mode(workload) FROM {group_tags}
     WHERE hash(inst_id) IN (SELECT h FROM repeated) GROUP BY inst_id"""
-    else:
-        tags = "SELECT NULL::VARCHAR AS inst_id, NULL::VARCHAR AS job_group, NULL::VARCHAR AS workload WHERE false"
+
+
+#: The task columns the per-job aggregate reads, and the job columns the canonical jobs read.
+_TASK_COLUMNS = "job_name, inst_num, plan_gpu, plan_cpu, task_mem_gb, gpu_type, task_gpus"
+_JOB_COLUMNS = 'job_name, inst_id, "user", status, start_time, end_time'
+
+
+def _per_job_sql(tasks: str, rollup: str) -> str:
+    """One row per job_name of the FROM items `tasks` (task rows) and `rollup` (the instances' roll-up)."""
     return f"""
-WITH per_job AS (
     -- a task row has is_task and no first_start, a roll-up row the reverse
     SELECT job_name,
            count(*) FILTER (WHERE is_task) AS num_tasks,
@@ -152,43 +185,93 @@ WITH per_job AS (
            bool_or(plan_gpu IS NOT NULL AND plan_gpu % 100 <> 0) AS fractional_gpu,
            min(first_start) AS first_start
     FROM (
-        SELECT job_name, true AS is_task, inst_num, plan_gpu, plan_cpu, task_mem_gb, gpu_type, task_gpus,
-               NULL::DOUBLE AS first_start
-        FROM {parquet_sql(folder, 'pai_task_table')}
+        SELECT {_TASK_COLUMNS}, true AS is_task, NULL::DOUBLE AS first_start FROM {tasks}
         UNION ALL
-        SELECT job_name, false, NULL, NULL, NULL, NULL, NULL, NULL, first_start
-        FROM {parquet_sql(folder, TASK_INSTANCES)})
-    GROUP BY job_name
-),
-tags AS ({tags})
-SELECT
+        SELECT job_name, NULL, NULL, NULL, NULL, NULL, NULL, false, first_start FROM {rollup})
+    GROUP BY job_name"""
+
+
+def _jobs_columns(job: str, per_job: str) -> str:
+    """The canonical columns, from a job row aliased `job`, its per-job aggregate aliased `per_job`
+    (`_per_job_sql`'s columns) and its tags aliased g (`_tags_sql`'s)."""
+    j, t = job, per_job
+    return f"""
     '{TRACE}' AS trace,
     '{TRACE}' AS cluster,
-    j.job_name AS job_id,
-    j.user AS "user",
+    {j}.job_name AS job_id,
+    {j}.user AS "user",
     NULL::VARCHAR AS vc,
     g.job_group,
     NULL::VARCHAR AS job_name,
     g.workload,
-    to_timestamp(j.start_time) AS submit_time,
-    to_timestamp(t.first_start) AS start_time,
-    to_timestamp(j.end_time) AS end_time,
+    to_timestamp({j}.start_time) AS submit_time,
+    to_timestamp({t}.first_start) AS start_time,
+    to_timestamp({j}.end_time) AS end_time,
     '{schema.SOURCE_TZ}' AS source_tz,
-    t.first_start - j.start_time AS queue_s,
-    j.end_time - t.first_start AS run_s,
-    coalesce(t.num_gpus, 0) AS num_gpus,
-    coalesce(t.num_cpus, 0) AS num_cpus,
-    coalesce(t.mem_gb, 0) AS mem_gb,
-    CAST(coalesce(t.num_instances, 0) AS BIGINT) AS num_instances,
-    coalesce(t.num_tasks, 0) AS num_tasks,
-    t.gpu_pick.gpu_type AS gpu_type,
-    coalesce(t.fractional_gpu, false) AS fractional_gpu,
-    {state_case_sql("j.status", STATE_MAP)} AS state,
-    j.status AS raw_state
-FROM {parquet_sql(folder, 'pai_job_table')} AS j
-LEFT JOIN per_job AS t USING (job_name)
-LEFT JOIN tags AS g ON g.inst_id = j.inst_id
-"""
+    {t}.first_start - {j}.start_time AS queue_s,
+    {j}.end_time - {t}.first_start AS run_s,
+    coalesce({t}.num_gpus, 0) AS num_gpus,
+    coalesce({t}.num_cpus, 0) AS num_cpus,
+    coalesce({t}.mem_gb, 0) AS mem_gb,
+    CAST(coalesce({t}.num_instances, 0) AS BIGINT) AS num_instances,
+    coalesce({t}.num_tasks, 0) AS num_tasks,
+    {t}.gpu_pick.gpu_type AS gpu_type,
+    coalesce({t}.fractional_gpu, false) AS fractional_gpu,
+    {state_case_sql(f"{j}.status", STATE_MAP)} AS state,
+    {j}.status AS raw_state"""
+
+
+#: The canonical jobs are built in one query up to this many jobs, and bucket by bucket beyond it,
+#: `JOBS_PER_BUCKET` jobs to a bucket. Writing the buckets and the one file costs more than the one
+#: query saves until its joins far outgrow DuckDB's memory limit: at three times the release (3.8 M
+#: jobs) one query took 6.6 s against 12.1 s in 2 buckets; at ten times (12.6 M) 51 s against 38.9 s
+#: in 7 buckets (docs/performance.md).
+ONE_QUERY_MAX_JOBS = 8_000_000
+JOBS_PER_BUCKET = 2_000_000
+
+
+def jobs_buckets(jobs: int) -> int:
+    """Buckets the canonical jobs of `jobs` jobs are built in (1: one query)."""
+    return 1 if jobs <= ONE_QUERY_MAX_JOBS else bucket_count(jobs, JOBS_PER_BUCKET)
+
+
+def build_jobs_in_buckets(folder: Path, present: set[str], buckets: int) -> DerivedBuild:
+    """A build of the `jobs_sql` rows in two stages over `buckets` buckets: the columns they read
+    written in buckets (of job_name for the jobs, tasks and roll-up, of inst_id for the group tags);
+    per job bucket the aggregate and the join with the jobs, written in buckets of inst_id; per
+    inst_id bucket the join with the tags; then one file. The same rows as the one query."""
+    def build(con: duckdb.DuckDBPyConnection, out_path: Path, scratch: Path) -> int:
+        work = scratch / "pai_jobs_buckets"
+        try:
+            for name, columns, key, table in (("jobs", _JOB_COLUMNS, "job_name", "pai_job_table"),
+                                              ("tasks", _TASK_COLUMNS, "job_name", "pai_task_table"),
+                                              ("rollup", "job_name, first_start", "job_name", TASK_INSTANCES),
+                                              ("tags", 'inst_id, "group", workload', "inst_id", "pai_group_tag_table")):
+                if table != "pai_group_tag_table" or table in present:  # the roll-up is built just before
+                    write_buckets(con, f"SELECT {columns} FROM {parquet_sql(folder, table)}", key,
+                                  work / name, buckets)
+            for bucket in range(buckets):
+                per_job = _per_job_sql(bucket_item(work / "tasks", bucket), bucket_item(work / "rollup", bucket))
+                write_buckets(con, f"""
+                    WITH per_job AS ({per_job})
+                    SELECT j.*, t.* EXCLUDE (job_name)
+                    FROM {bucket_item(work / "jobs", bucket)} AS j LEFT JOIN per_job AS t USING (job_name)""",
+                              "inst_id", work / "joined", buckets, source=f"jobs{bucket}")
+            (work / "out").mkdir()
+            for bucket in range(buckets):
+                tags = _tags_sql(bucket_item(work / "tags", bucket) if "pai_group_tag_table" in present else None)
+                part = sql_string(str(work / "out" / f"{bucket}.parquet"))
+                con.execute(f"""COPY (
+                    WITH tags AS ({tags})
+                    SELECT {_jobs_columns("p", "p")}
+                    FROM {bucket_item(work / "joined", bucket)} AS p LEFT JOIN tags AS g ON g.inst_id = p.inst_id
+                ) TO {part} ({PARQUET_COPY_OPTIONS})""")
+            parts = sql_string(str(work / "out" / "*.parquet"))
+            return int(con.execute(f"COPY (SELECT * FROM read_parquet({parts})) TO {sql_string(str(out_path))} "
+                                   f"({PARQUET_COPY_OPTIONS})").fetchall()[0][0])
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return build
 
 
 def validation_checks(present: set[str]) -> list[Check]:
@@ -278,12 +361,14 @@ class PaiAdapter(TraceAdapter):
     def value_ranges(self, table: str) -> dict[str, ValueRange]:
         return schema.RANGES[table]
 
-    def derived_tables(self, folder: Path, present: set[str]) -> dict[str, str]:
-        derived: dict[str, str] = {}
+    def derived_tables(self, folder: Path, present: set[str]) -> dict[str, DerivedTable]:
+        derived: dict[str, DerivedTable] = {}
         if "pai_instance_table" in present:
             derived[TASK_INSTANCES] = task_instances_sql(parquet_sql(folder, "pai_instance_table"))
         if all(t in present for t in JOBS_INPUTS):
-            derived[self.jobs_table] = jobs_sql(folder, present)
+            buckets = jobs_buckets(stored_rows(folder / "pai_job_table.parquet"))
+            derived[self.jobs_table] = (jobs_sql(folder, present) if buckets == 1
+                                        else build_jobs_in_buckets(folder, present, buckets))
         return derived
 
     def validation_checks(self, present: set[str]) -> list[Check]:
