@@ -8,8 +8,8 @@ at the top and defines a `TraceAdapter` subclass. `ingest` drives every adapter 
    background) and hashes every input file, noting whether it holds a NUL byte;
 3. `load_table(...)`, table by table, smallest input first: the table's parts -> one typed zstd
    Parquet file (the default reads CSVs with the explicit schema of `csv_format`);
-4. `derived_tables(paths)`: SELECTs (or builds in steps) over the stored Parquet files that build further tables, the
-   canonical `<trace>_jobs` among them;
+4. `derived_tables(paths)`: SELECTs (or builds in several steps) over the stored Parquet files
+   that build further tables, the canonical `<trace>_jobs` among them;
 5. `validation_checks(present)` and `figures(present)`: the validation report.
 
 `value_ranges(table)` declares the accepted range of each numeric and time column of a stored
