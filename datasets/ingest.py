@@ -420,8 +420,11 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
             began = time.monotonic()
             out = staging / f"{name}.parquet"
             try:
-                rows[name] = (int(con.execute(f"COPY ({select}) TO {sql_string(str(out))} ({PARQUET_COPY_OPTIONS})")
-                                  .fetchall()[0][0]) if isinstance(select, str) else select(con, out, staging / "tmp"))
+                if isinstance(select, str):
+                    rows[name] = int(con.execute(f"COPY ({select}) TO {sql_string(str(out))} ({PARQUET_COPY_OPTIONS})")
+                                     .fetchall()[0][0])
+                else:
+                    rows[name] = select(con, out, staging / "tmp")
             except duckdb.Error as exc:
                 raise _build_error(adapter, name, exc, staging) from None
             steps[name] = round(time.monotonic() - began, 3)

@@ -240,16 +240,19 @@ def build_jobs_in_buckets(folder: Path, present: set[str], buckets: int) -> Deri
     written in buckets (of job_name for the jobs, tasks and roll-up, of inst_id for the group tags);
     per job bucket the aggregate and the join with the jobs, written in buckets of inst_id; per
     inst_id bucket the join with the tags; then one file. The same rows as the one query."""
+    has_tags = "pai_group_tag_table" in present
+    # the roll-up is not in `present`: it is built just before, from the instances
+    inputs = [("jobs", _JOB_COLUMNS, "job_name", "pai_job_table"),
+              ("tasks", _TASK_COLUMNS, "job_name", "pai_task_table"),
+              ("rollup", "job_name, first_start", "job_name", TASK_INSTANCES)]
+    if has_tags:
+        inputs.append(("tags", 'inst_id, "group", workload', "inst_id", "pai_group_tag_table"))
+
     def build(con: duckdb.DuckDBPyConnection, out_path: Path, scratch: Path) -> int:
         work = scratch / "pai_jobs_buckets"
         try:
-            for name, columns, key, table in (("jobs", _JOB_COLUMNS, "job_name", "pai_job_table"),
-                                              ("tasks", _TASK_COLUMNS, "job_name", "pai_task_table"),
-                                              ("rollup", "job_name, first_start", "job_name", TASK_INSTANCES),
-                                              ("tags", 'inst_id, "group", workload', "inst_id", "pai_group_tag_table")):
-                if table != "pai_group_tag_table" or table in present:  # the roll-up is built just before
-                    write_buckets(con, f"SELECT {columns} FROM {parquet_sql(folder, table)}", key,
-                                  work / name, buckets)
+            for name, columns, key, table in inputs:
+                write_buckets(con, f"SELECT {columns} FROM {parquet_sql(folder, table)}", key, work / name, buckets)
             for bucket in range(buckets):
                 per_job = _per_job_sql(bucket_item(work / "tasks", bucket), bucket_item(work / "rollup", bucket))
                 write_buckets(con, f"""
@@ -259,7 +262,7 @@ def build_jobs_in_buckets(folder: Path, present: set[str], buckets: int) -> Deri
                               "inst_id", work / "joined", buckets, source=f"jobs{bucket}")
             (work / "out").mkdir()
             for bucket in range(buckets):
-                tags = _tags_sql(bucket_item(work / "tags", bucket) if "pai_group_tag_table" in present else None)
+                tags = _tags_sql(bucket_item(work / "tags", bucket) if has_tags else None)
                 part = sql_string(str(work / "out" / f"{bucket}.parquet"))
                 con.execute(f"""COPY (
                     WITH tags AS ({tags})
