@@ -20,6 +20,7 @@ from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
 from tests.conftest import SHARED_TRACES, needs_shared_traces, row_where, write_pai_release
+from tests.test_analysis_utilization import HELIOS_GAP_FILES, ingested_helios
 
 V2023_DIR = SHARED_TRACES / "alibaba-gpu-v2023"
 POLLUX = SHARED_TRACES / "philly" / "pollux_philly_jobs.csv"
@@ -203,6 +204,25 @@ def test_queueing_by_load_at_submission(home: Path) -> None:
     assert row_where(pooled, load_bin=0)["jobs"] == 2  # L1, M1
     nine = row_where(pooled, load_bin=9)  # L4, L5, L7, M2: queues 50, 450, 50
     assert (nine["jobs"], nine["p50_s"], nine["mean_reference_gpus"]) == (4, 50.0, None)
+
+
+def test_load_against_a_capacity_that_changes_by_day(tmp_path: Path) -> None:
+    """Helios gives a capacity per local day, several intervals per cluster (an as-of join); the
+    peak allocation is one interval (a join on the cluster): both in one table."""
+    home = ingested_helios(tmp_path, HELIOS_GAP_FILES)
+    with open_trace(home, "helios", cache=False) as ctx:
+        load = queueing.queueing_by_load(ctx).filter(pl.col("cluster") == "Venus")
+    # g1 2 GPUs from 06-01 22:00 to 06-03 02:00, g2 8 GPUs 06-02 12:00-13:00, g3 4 GPUs from 06-03 00:00.
+    # Allocated just before each submission: g1 0, g2 2 (g1), g3 2 (g1; g2 has ended).
+    # Capacity: 8 on 06-01, none on 06-02 (g2 left out), 6 from 06-03 00:00 (g3 submitted at that
+    # instant takes it): g1 0/8 -> bin 0, g3 2/6 -> bin 3. Peak 10 (06-02 12:00): 0, 2/10, 2/10 -> 0, 2, 2.
+    capacity = load.filter(pl.col("reference") == "capacity")
+    assert dict(zip(capacity["load_bin"], capacity["jobs"])) == {0: 1, 3: 1}
+    assert dict(zip(capacity["load_bin"], capacity["mean_reference_gpus"])) == {0: 8.0, 3: 6.0}
+    assert row_where(capacity, load_bin=3)["mean_allocated_gpus"] == 2.0
+    peak = load.filter(pl.col("reference") == "peak_allocation")
+    assert dict(zip(peak["load_bin"], peak["jobs"])) == {0: 1, 2: 2}
+    assert set(peak["mean_reference_gpus"]) == {10.0}
 
 
 def test_analyze_on_an_imported_table(home: Path) -> None:
