@@ -157,6 +157,16 @@ class TraceContext:
 
         return str(store.samples_folder(self.home, self.trace)) if store.has_samples(self.home, self.trace) else None
 
+    def validated_rows(self, table: str, check: str) -> int | None:
+        """The rows of `table` that the ingest's validation counted for `check` (a name of the
+        trace's `validation_checks`), from the report stored with this store version; None when the
+        report has no such check. A count of 0 is a fact of the stored data that a query may rely
+        on: a key without duplicates, a child without orphans."""
+        for row in self.provenance.get("validation", []):
+            if row.get("table") == table and row.get("check") == check:
+                return int(row["rows"])
+        return None
+
     def has_view(self, *views: str) -> bool:
         """True when the trace publishes every one of the canonical `views` (names of `VIEWS`)."""
         return all(view in self.views for view in views)

@@ -38,7 +38,7 @@ from ddlx.analysis.trace_parts import TracePart
 from ddlx.analysis.utilization import add_measured_summary, series_summary_sql
 from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.traces.pai import schema
-from ddlx.datasets.traces.pai.reader import TASK_INSTANCES, task_instances_item
+from ddlx.datasets.traces.pai.reader import TASK_INSTANCES, duplicate_check_name, task_instances_item
 from ddlx.reports.chart_specs import ChartSpec
 
 #: The canonical queueing delay, and PAI's two other readings of it.
@@ -194,21 +194,32 @@ def pai_machine_gpu_util_cdf(ctx: TraceContext) -> pl.DataFrame:
 # Requests against usage
 # ---------------------------------------------------------------------------------------------
 
-def pai_task_usage_sql() -> str:
+def pai_task_usage_sql(ctx: TraceContext) -> str:
     """A FROM item: per task and resource, `resource`, `request`, `usage`, `usage_ratio`
-    (`utilization.pai_task_usage_ratio`)."""
-    usage = ", ".join(f"avg(s.{used}) AS used_{name}" for name, (_, used, _) in PAI_RESOURCES.items())
+    (`utilization.pai_task_usage_ratio`). The sensor rows are averaged per task before they meet
+    the tasks, so the join holds one row per task rather than one per sensor row."""
+    usage = ", ".join(f"avg({used}) AS used_{name}" for name, (_, used, _) in PAI_RESOURCES.items())
     per_resource = " UNION ALL ".join(
         f"SELECT {sql_string(name)} AS resource, {request} AS request, used_{name} AS usage FROM task_usage"
         for name, (request, _, _) in PAI_RESOURCES.items())
+    requests = _tasks_once_sql(ctx, {request: "any_value" for request, _, _ in PAI_RESOURCES.values()})
     return f"""(
     WITH task_usage AS (
-        SELECT t.job_name, t.task_name, any_value(t.plan_cpu) AS plan_cpu, any_value(t.plan_gpu) AS plan_gpu,
-               any_value(t.plan_mem) AS plan_mem, {usage}
-        FROM pai_task_table t JOIN pai_sensor_table s USING (job_name, task_name)
-        GROUP BY t.job_name, t.task_name)
+        SELECT * FROM {requests} t
+        JOIN (SELECT job_name, task_name, {usage} FROM pai_sensor_table GROUP BY job_name, task_name) s
+        USING (job_name, task_name))
     SELECT resource, request, usage, usage / request AS usage_ratio
     FROM ({per_resource}) WHERE request > 0 AND usage IS NOT NULL)"""
+
+
+def _tasks_once_sql(ctx: TraceContext, columns: dict[str, str], where: str = "TRUE") -> str:
+    """A FROM item: job_name, task_name and `columns` (column -> the aggregate that takes one value
+    of a task's rows) of the rows of pai_task_table satisfying `where`, one row per task: the rows
+    as they are when the ingest's validation found no task repeated, else grouped per task."""
+    if ctx.validated_rows("pai_task_table", duplicate_check_name("pai_task_table")) == 0:
+        return f"(SELECT job_name, task_name, {', '.join(columns)} FROM pai_task_table WHERE {where})"
+    taken = ", ".join(f"{aggregate}({column}) AS {column}" for column, aggregate in columns.items())
+    return f"(SELECT job_name, task_name, {taken} FROM pai_task_table WHERE {where} GROUP BY job_name, task_name)"
 
 
 def pai_request_vs_usage(ctx: TraceContext, usage: str | None = None) -> pl.DataFrame:
@@ -223,14 +234,14 @@ def pai_request_vs_usage(ctx: TraceContext, usage: str | None = None) -> pl.Data
                {quantile_columns_sql('usage_ratio', suffix='_usage_ratio')},
                count(*) FILTER (WHERE usage < request) AS over_requesting_tasks,
                count(*) FILTER (WHERE usage < request) / count(*) AS over_requesting_share
-        FROM {usage or pai_task_usage_sql()} GROUP BY resource
+        FROM {usage or pai_task_usage_sql(ctx)} GROUP BY resource
         ORDER BY CASE resource {order} END""").rename({"jobs_with_value": "tasks"})
 
 
 def pai_usage_ratio_cdf(ctx: TraceContext, usage: str | None = None) -> pl.DataFrame:
     """CDF of usage / request per resource: `resource`, `probability`, `usage_ratio`, `tasks`;
     `usage` as `pai_task_usage_sql` gives (default: it)."""
-    return cdf_table(ctx, "usage_ratio", usage or pai_task_usage_sql(), groups=["resource"]).rename(
+    return cdf_table(ctx, "usage_ratio", usage or pai_task_usage_sql(ctx), groups=["resource"]).rename(
         {"value": "usage_ratio", "rows": "tasks"})
 
 
@@ -238,7 +249,7 @@ def pai_request_vs_usage_tables(ctx: TraceContext) -> tuple[pl.DataFrame, pl.Dat
     """`pai_request_vs_usage` and `pai_usage_ratio_cdf` from one join of tasks with their sensor
     rows, computed once per run (the papers' figures read the first, the utilization module both)."""
     def compute() -> tuple[pl.DataFrame, pl.DataFrame]:
-        with materialized(ctx, f"SELECT * FROM {pai_task_usage_sql()}", "pai_task_usage") as usage:
+        with materialized(ctx, f"SELECT * FROM {pai_task_usage_sql(ctx)}", "pai_task_usage") as usage:
             return pai_request_vs_usage(ctx, usage), pai_usage_ratio_cdf(ctx, usage)
 
     return ctx.once("pai_request_vs_usage_tables", compute, keep=True)
@@ -358,14 +369,12 @@ def _peak_quantiles_sql() -> str:
     return f"{quantiles_sql('peak_share', SUMMARY_QUANTILES, '_peak_share')}, avg(peak_share) AS mean_peak_share"
 
 
-def _gpu_memory_rows_sql() -> str:
+def _gpu_memory_rows_sql(ctx: TraceContext) -> str:
     """A FROM item: PAI sensor rows of GPU instances with their machine's GPU type, the device
     capacity (NULL when not sized), the devices occupied and the used shares."""
     return f"""(
         WITH capacity(gpu_type, capacity_gb) AS (VALUES {_capacity_values_sql()}),
-        tasks AS (
-            SELECT job_name, task_name, max(plan_gpu) AS plan_gpu FROM pai_task_table
-            WHERE plan_gpu > 0 GROUP BY job_name, task_name),
+        tasks AS {_tasks_once_sql(ctx, {"plan_gpu": "max"}, "plan_gpu > 0")},
         machines AS (SELECT machine, any_value(gpu_type) AS gpu_type FROM pai_machine_spec GROUP BY machine),
         rows AS (
             SELECT coalesce(m.gpu_type, 'unknown') AS gpu_type, t.plan_gpu,
@@ -400,7 +409,7 @@ def gpu_memory_summary(ctx: TraceContext, rows: str | None = None) -> pl.DataFra
                    / nullif(count(*) FILTER (WHERE plan_gpu < 100 AND capacity_gb IS NOT NULL
                                                AND max_gpu_wrk_mem IS NOT NULL), 0)
                    AS sharing_over_requested_share
-        FROM {rows or _gpu_memory_rows_sql()}
+        FROM {rows or _gpu_memory_rows_sql(ctx)}
         GROUP BY GROUPING SETS ((gpu_type), ())
         HAVING grouping(gpu_type) = 0 OR count(peak_share) > 0
         ORDER BY grouping(gpu_type) DESC, gpu_type""")
@@ -411,7 +420,7 @@ def gpu_memory_cdf(ctx: TraceContext, rows: str | None = None) -> pl.DataFrame:
     (definition `sharing.gpu_memory.used_share`); `rows` as `_gpu_memory_rows_sql` gives (default:
     it)."""
     shares = f"""(
-        WITH r AS (SELECT * FROM {rows or _gpu_memory_rows_sql()}),
+        WITH r AS (SELECT * FROM {rows or _gpu_memory_rows_sql(ctx)}),
         long AS (
             SELECT gpu_type, 'peak' AS statistic, peak_share AS share FROM r
             UNION ALL SELECT gpu_type, 'mean' AS statistic, mean_share AS share FROM r)
@@ -433,29 +442,27 @@ def task_instances(ctx: TraceContext) -> str:
 
 def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
     """PAI's readings of the wait side by side: per definition, what a row is (`per`: job or
-    task), rows, rows with a value and quantiles (s). Parts whose tables are missing are left out."""
-    quantiles = quantile_columns_sql("delay_s", suffix="_s")
-    ctes: list[str] = []
-    parts = [f"""SELECT '{QUEUE}' AS definition, 'job' AS per, count(*) AS rows, {quantiles}
-                 FROM (SELECT queue_s AS delay_s FROM {ctx.jobs})"""]
-    if ctx.has("pai_task_table", "pai_instance_table"):
-        ctes.append(f"""first_instance AS (
-            SELECT job_name, task_name, first_start FROM {task_instances(ctx)} WHERE first_start IS NOT NULL)""")
-        ctes.append("""tasks AS MATERIALIZED (
-            SELECT t.job_name, t.start_time, f.first_start - t.start_time AS delay_s
-            FROM pai_task_table t LEFT JOIN first_instance f USING (job_name, task_name))""")
-        parts.append(f"""SELECT '{PAI_TASK}', 'task', count(*), {quantiles} FROM tasks""")
-    elif ctx.has("pai_task_table"):
-        ctes.append("tasks AS (SELECT job_name, start_time FROM pai_task_table)")
-    if ctx.has("pai_job_table", "pai_task_table"):
-        parts.insert(1, f"""
-            SELECT '{PAI_OFFICIAL}', 'job', count(*), {quantiles}
-            FROM (SELECT min(t.start_time) - j.start_time AS delay_s
-                  FROM pai_job_table j LEFT JOIN tasks t USING (job_name) GROUP BY j.job_name, j.start_time)""")
-    with_clause = f"WITH {', '.join(ctes)} " if ctes else ""
-    frame = ctx.query(with_clause + " UNION ALL ".join(parts), keep="pai_queue_definitions")
-    return frame.rename({"jobs_with_value": "rows_with_value"})
+    task), rows, rows with a value and quantiles (s). Parts whose tables are missing are left out.
 
+    Each reading is a query of its own: in one query DuckDB would hold the hash tables of both
+    joins at once (out of memory at ten times PAI's release)."""
+    quantiles = quantile_columns_sql("delay_s", suffix="_s")
+    parts = [(QUEUE, "job", f"SELECT queue_s AS delay_s FROM {ctx.jobs}")]
+    if ctx.has("pai_job_table", "pai_task_table"):
+        parts.append((PAI_OFFICIAL, "job", """
+            SELECT min(t.start_time) - j.start_time AS delay_s
+            FROM pai_job_table j LEFT JOIN pai_task_table t USING (job_name) GROUP BY j.job_name, j.start_time"""))
+    if ctx.has("pai_task_table", "pai_instance_table"):
+        parts.append((PAI_TASK, "task", f"""
+            SELECT f.first_start - t.start_time AS delay_s
+            FROM pai_task_table t LEFT JOIN (
+                SELECT job_name, task_name, first_start FROM {task_instances(ctx)} WHERE first_start IS NOT NULL) f
+            USING (job_name, task_name)"""))
+    selects = [f"SELECT '{definition}' AS definition, '{per}' AS per, count(*) AS rows, {quantiles} FROM ({rows})"
+               for definition, per, rows in parts]
+    frame = ctx.computed(" UNION ALL ".join(selects),
+                         lambda: pl.concat([ctx.query(select) for select in selects]))
+    return frame.rename({"jobs_with_value": "rows_with_value"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -577,7 +584,7 @@ def _analyze_gpu_memory(ctx: TraceContext, result: ModuleResult) -> None:
         return
     definitions = ("sharing.gpu_memory.used_share", "sharing.gpu_memory.capacity",
                    "sharing.gpu_memory.over_requested_share")
-    with materialized(ctx, f"SELECT * FROM {_gpu_memory_rows_sql()}", "pai_gpu_memory") as rows:
+    with materialized(ctx, f"SELECT * FROM {_gpu_memory_rows_sql(ctx)}", "pai_gpu_memory") as rows:
         summary = result.add("gpu_memory_summary", gpu_memory_summary(ctx, rows), definitions,
                              "a machine GPU type, or 'all' (shares over the sized types only)")
         result.add("gpu_memory_cdf", gpu_memory_cdf(ctx, rows), definitions[:2] + (CDF_STEP,),

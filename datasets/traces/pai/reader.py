@@ -277,6 +277,16 @@ def build_jobs_in_buckets(folder: Path, present: set[str], buckets: int) -> Deri
     return build
 
 
+def duplicate_check_name(table: str) -> str:
+    """The name of the validation check counting the rows of `table` that repeat its unique key
+    (`schema.UNIQUE_KEYS`)."""
+    return f"duplicate {', '.join(schema.UNIQUE_KEYS[table])} (rows beyond the first)"
+
+
+#: The validation check counting tasks whose job_name no job has (a NULL job_name among them).
+ORPHAN_TASKS_CHECK = "orphan: task without job (job_name)"
+
+
 def validation_checks(present: set[str]) -> list[Check]:
     """Data-quality checks for the stored tables in `present` (tables referred to by name)."""
     checks: list[Check] = []
@@ -289,7 +299,7 @@ def validation_checks(present: set[str]) -> list[Check]:
             ]
     for table, keys in schema.UNIQUE_KEYS.items():
         if table in present:
-            checks.append(duplicate_key_check(table, keys, f"duplicate {', '.join(keys)} (rows beyond the first)"))
+            checks.append(duplicate_key_check(table, keys, duplicate_check_name(table)))
     if "pai_job_table" in present:
         checks += [
             Check("pai_job_table", "still running at trace end (status Running)", "status = 'Running'"),
@@ -299,7 +309,7 @@ def validation_checks(present: set[str]) -> list[Check]:
     # holds that many orphan rows (a NULL key matches nothing, as on the instances themselves)
     instances = task_instances_item(TASK_INSTANCES in present)
     orphan_checks = [
-        ("pai_task_table", "pai_job_table", "orphan: task without job (job_name)", ["job_name"],
+        ("pai_task_table", "pai_job_table", ORPHAN_TASKS_CHECK, ["job_name"],
          "pai_task_table", "count(*)"),
         ("pai_instance_table", "pai_task_table", "orphan: instance without task (job_name, task_name)",
          ["job_name", "task_name"], instances, "coalesce(sum(c.instances), 0)"),

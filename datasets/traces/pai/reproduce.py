@@ -17,6 +17,7 @@ from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.traces.pai.analyses import PAI_RESOURCES, pai_request_vs_usage_tables, task_instances
+from ddlx.datasets.traces.pai.reader import ORPHAN_TASKS_CHECK
 from ddlx.reproduce.model import Profile, PublishedFigure, require_tables, rounded, within
 
 _PAPER = ("Weng et al., \"MLaaS in the Wild: Workload Analysis and Scheduling in Large-Scale Heterogeneous "
@@ -38,10 +39,13 @@ _JCT = "paper.pai_nsdi22.simulator_jct"
 def _notebook_tasks(ctx: TraceContext) -> str:
     """A FROM item: the notebook's tasks (its `dfa`), tasks of pai_task_table whose job is in
     pai_job_table (an inner merge) and that have an instance in pai_instance_table (an inner merge
-    with the instances grouped per task: the instances' roll-up per task); each task counted once."""
+    with the instances grouped per task: the instances' roll-up per task); each task counted once.
+    Every task has its job when the ingest's validation found no orphan task: no join then."""
+    with_job = ("TRUE" if ctx.validated_rows("pai_task_table", ORPHAN_TASKS_CHECK) == 0 else
+                "t.job_name IN (SELECT job_name FROM pai_job_table)")
     return f"""(
     SELECT t.plan_gpu, t.gpu_type FROM pai_task_table t
-    WHERE t.job_name IN (SELECT job_name FROM pai_job_table)
+    WHERE {with_job}
       AND EXISTS (SELECT 1 FROM {task_instances(ctx)} i WHERE i.job_name = t.job_name AND i.task_name = t.task_name))"""
 
 DEFINITIONS: tuple[Definition, ...] = (
