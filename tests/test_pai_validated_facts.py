@@ -50,8 +50,9 @@ def test_the_readings_are_the_same_with_the_report_and_without(fixture_home: Pat
     with open_trace(fixture_home, "pai", cache=False) as ctx:
         _without_report(ctx, monkeypatch)
         without = _readings(ctx)
+    assert with_report.keys() == without.keys()
     for name, frame in with_report.items():
-        assert_frame_equal(frame, without[name], check_exact=True), name
+        assert_frame_equal(frame, without[name], check_exact=True)
 
 
 def test_a_repeated_task_and_an_orphan_task_are_read_as_the_general_queries_read_them(tmp_path: Path) -> None:

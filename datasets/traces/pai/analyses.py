@@ -202,7 +202,7 @@ def pai_task_usage_sql(ctx: TraceContext) -> str:
     per_resource = " UNION ALL ".join(
         f"SELECT {sql_string(name)} AS resource, {request} AS request, used_{name} AS usage FROM task_usage"
         for name, (request, _, _) in PAI_RESOURCES.items())
-    requests = _tasks_once_sql(ctx, {request: "any_value" for request, _, _ in PAI_RESOURCES.values()})
+    requests = _one_row_per_task_sql(ctx, {request: "any_value" for request, _, _ in PAI_RESOURCES.values()})
     return f"""(
     WITH task_usage AS (
         SELECT * FROM {requests} t
@@ -212,7 +212,7 @@ def pai_task_usage_sql(ctx: TraceContext) -> str:
     FROM ({per_resource}) WHERE request > 0 AND usage IS NOT NULL)"""
 
 
-def _tasks_once_sql(ctx: TraceContext, columns: dict[str, str], where: str = "TRUE") -> str:
+def _one_row_per_task_sql(ctx: TraceContext, columns: dict[str, str], where: str = "TRUE") -> str:
     """A FROM item: job_name, task_name and `columns` (column -> the aggregate that takes one value
     of a task's rows) of the rows of pai_task_table satisfying `where`, one row per task: the rows
     as they are when the ingest's validation found no task repeated, else grouped per task."""
@@ -374,7 +374,7 @@ def _gpu_memory_rows_sql(ctx: TraceContext) -> str:
     capacity (NULL when not sized), the devices occupied and the used shares."""
     return f"""(
         WITH capacity(gpu_type, capacity_gb) AS (VALUES {_capacity_values_sql()}),
-        tasks AS {_tasks_once_sql(ctx, {"plan_gpu": "max"}, "plan_gpu > 0")},
+        tasks AS {_one_row_per_task_sql(ctx, {"plan_gpu": "max"}, "plan_gpu > 0")},
         machines AS (SELECT machine, any_value(gpu_type) AS gpu_type FROM pai_machine_spec GROUP BY machine),
         rows AS (
             SELECT coalesce(m.gpu_type, 'unknown') AS gpu_type, t.plan_gpu,
@@ -444,8 +444,8 @@ def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
     """PAI's readings of the wait side by side: per definition, what a row is (`per`: job or
     task), rows, rows with a value and quantiles (s). Parts whose tables are missing are left out.
 
-    Each reading is a query of its own: in one query DuckDB would hold the hash tables of both
-    joins at once (out of memory at ten times PAI's release)."""
+    Each reading is a query of its own: in one query DuckDB holds the hash tables of both joins at
+    once (at ten times PAI's release 9.6-10.3 s in one query, 6.4-6.8 s apart)."""
     quantiles = quantile_columns_sql("delay_s", suffix="_s")
     parts = [(QUEUE, "job", f"SELECT queue_s AS delay_s FROM {ctx.jobs}")]
     if ctx.has("pai_job_table", "pai_task_table"):
