@@ -201,18 +201,20 @@ class TraceContext:
         queries, `materialized`), never another temporary table or frame of the run (`ValueError`,
         a bug in the caller). Without `keep`, such a query with a small result is kept under its
         text (`ResultCache.small_result`); one that reads the run's own tables or frames is not."""
+        return self.computed(sql, lambda: self._run(sql), keep)
+
+    def computed(self, sql: str, compute: Callable[[], pl.DataFrame], keep: str | None = None) -> pl.DataFrame:
+        """The result of the catalog query `sql`, computed by `compute()`: a faster way to the same
+        rows, which `sql` still defines and names when the result is kept (under `keep` as `query`
+        keeps it, else as `query` keeps a small result of the catalog); the queries `compute` runs
+        are not kept on their own."""
         if keep:
             key = self._catalog_key(sql)
             if key is None:
                 used = [name for name in self._run_objects_in(sql) if name not in self._materialized]
                 raise ValueError(f"a kept query cannot read {', '.join(used)}: not the catalog's")
-            return self.cache.frames(keep, key, lambda: self._run(sql))
-        return self.computed(sql, lambda: self._run(sql))
+            return self.cache.frames(keep, key, compute)
 
-    def computed(self, sql: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
-        """The result of the catalog query `sql`, computed by `compute()`: a faster way to the same
-        rows, which `sql` still defines and names when the result is kept (as `query` keeps a small
-        result of the catalog); the queries `compute` runs are not kept on their own."""
         def run() -> pl.DataFrame:
             self.cache.computing += 1
             try:

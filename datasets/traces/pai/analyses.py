@@ -460,8 +460,8 @@ def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
             USING (job_name, task_name)"""))
     selects = [f"SELECT '{definition}' AS definition, '{per}' AS per, count(*) AS rows, {quantiles} FROM ({rows})"
                for definition, per, rows in parts]
-    frame = ctx.computed(" UNION ALL ".join(selects),
-                         lambda: pl.concat([ctx.query(select) for select in selects]))
+    frame = ctx.computed(" UNION ALL ".join(selects), lambda: pl.concat([ctx.query(select) for select in selects]),
+                         keep="pai_queue_definitions")
     return frame.rename({"jobs_with_value": "rows_with_value"})
 
 
