@@ -23,6 +23,7 @@ def _readings(ctx: TraceContext) -> dict[str, pl.DataFrame]:
     return {
         "usage": usage, "usage_cdf": usage_cdf,
         "gpu_memory": analyses.gpu_memory_summary(ctx),
+        "instance_gpu_util": analyses.pai_instance_gpu_util_by(ctx, "gpu_bucket"),
         "queue_definitions": analyses.pai_queue_definitions(ctx),
         "notebook_tasks": ctx.query(f"SELECT gpu_type, plan_gpu, count(*) AS tasks FROM "
                                     f"{reproduce._notebook_tasks(ctx)} GROUP BY ALL ORDER BY ALL"),
@@ -79,6 +80,11 @@ def test_a_repeated_task_and_an_orphan_task_are_read_as_the_general_queries_read
     memory = readings["gpu_memory"].filter(pl.col("gpu_type") == "all").row(0, named=True)
     assert memory["instances"] == 4
     assert memory["mean_peak_share"] == pytest.approx((1.25 + 0.375 + 0.75 + 0.5) / 4)
+    # Instance GPU utilisation, per sensor row of a GPU task: w1a 150, w1b 20 (j1: 1 GPU), w2a 80 once
+    # (j2: its worker's two rows ask 4 + 4 GPUs, bucket (4,8]), wZ 25 (jZ has no job: unknown).
+    by_size = {r["gpu_bucket"]: r for r in readings["instance_gpu_util"].to_dicts()}
+    assert {bucket: r["instances"] for bucket, r in by_size.items()} == {"1": 2, "(4,8]": 1, "unknown": 1}
+    assert (by_size["(4,8]"]["mean_gpu_util_pct"], by_size["unknown"]["mean_gpu_util_pct"]) == (80.0, 25.0)
     # The notebook's tasks: rows of the task table with a job and an instance: j1 worker, j2 ps, j2
     # worker twice (two rows), j3 tensorflow, j5 worker; jZ has no job.
     notebook = readings["notebook_tasks"]
