@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, sql_string
+from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, copy_to_parquet, sql_string
 
 #: Rows a thread of DuckDB's partitioned writer holds per bucket before writing them. DuckDB's
 #: default (524,288) makes a write in 8 buckets take two to three times a plain write; at 32,768 it
@@ -51,8 +51,8 @@ def write_buckets(con: duckdb.DuckDBPyConnection, select: str, key: str, folder:
         bucket_folder = folder / f"bucket={bucket}"
         if not any(bucket_folder.glob("*.parquet")):
             bucket_folder.mkdir(exist_ok=True)
-            empty = sql_string(str(bucket_folder / f"{source or 'empty'}_empty.parquet"))
-            con.execute(f"COPY (SELECT * FROM ({select}) LIMIT 0) TO {empty} ({PARQUET_COPY_OPTIONS})")
+            empty = bucket_folder / f"{source or 'empty'}_empty.parquet"
+            copy_to_parquet(con, f"SELECT * FROM ({select}) LIMIT 0", empty)
 
 
 def bucket_item(folder: Path, bucket: int) -> str:

@@ -23,7 +23,7 @@ from ddlx.datasets.ranges import (
     range_screen_sql,
     refused_fields,
 )
-from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, sql_string
+from ddlx.datasets.sqltext import copy_to_parquet, sql_string
 from ddlx.errors import InputError, read_error
 
 _CONVERT_VALUE = re.compile(r'Could not convert string "(.*?)" to')
@@ -205,9 +205,7 @@ def load_csv_sources(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], o
     con.execute("DROP TABLE IF EXISTS ddlx_rejects; DROP TABLE IF EXISTS ddlx_reject_scans")
     query = " UNION ALL BY NAME ".join(f"({source.query()})" for source in sources)
     try:
-        rows = con.execute(
-            f"COPY ({query}) TO {sql_string(str(out_path))} ({PARQUET_COPY_OPTIONS})"
-        ).fetchall()[0][0]
+        rows = copy_to_parquet(con, query, out_path)
         reject_rows = con.execute(
             "SELECT s.file_path, e.line, e.column_name, CAST(e.error_type AS VARCHAR), e.csv_line, "
             "e.error_message FROM ddlx_rejects AS e JOIN ddlx_reject_scans AS s USING (scan_id, file_id) "
@@ -376,8 +374,7 @@ def check_values(con: duckdb.DuckDBPyConnection, sources: list[CsvSource], out_p
             error.args = (f"{error.args[0]} (and {more} more bad rows)",)
         raise error
     kept = out_path.with_name(f"{out_path.stem}.in-range.parquet")
-    result.rows = int(con.execute(f"COPY (SELECT * FROM {stored} WHERE {in_range_sql(ranges, texts)}) TO "
-                                  f"{sql_string(str(kept))} ({PARQUET_COPY_OPTIONS})").fetchall()[0][0])
+    result.rows = copy_to_parquet(con, f"SELECT * FROM {stored} WHERE {in_range_sql(ranges, texts)}", kept)
     kept.replace(out_path)
     result.rejected += bad_rows
     for (_, _, reason), count in zip(kinds, counts):

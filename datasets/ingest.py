@@ -40,7 +40,7 @@ from ddlx.datasets.adapter import LocalPart, SourcePart, TraceAdapter, require_f
 from ddlx.datasets.archives import extract_members, hash_and_scan
 from ddlx.datasets.download import read_first_seen
 from ddlx.datasets.home import store_dir
-from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, PARQUET_ZSTD_LEVEL, quote_identifier, sql_string
+from ddlx.datasets.sqltext import PARQUET_ZSTD_LEVEL, copy_to_parquet, quote_identifier, sql_string
 from ddlx.datasets.validation import run_checks, run_figures
 from ddlx.errors import DdlxError, InputError, UnknownDatasetError, first_line, storage_error, storage_errors
 
@@ -421,8 +421,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
             out = staging / f"{name}.parquet"
             try:
                 if isinstance(select, str):
-                    rows[name] = int(con.execute(f"COPY ({select}) TO {sql_string(str(out))} ({PARQUET_COPY_OPTIONS})")
-                                     .fetchall()[0][0])
+                    rows[name] = copy_to_parquet(con, select, out)
                 else:
                     rows[name] = select(con, out, staging / "tmp")
             except duckdb.Error as exc:

@@ -1,7 +1,11 @@
 """The one place where values and names become SQL text: every string literal and every identifier
-(table, view, column or VC name) that ddlx puts into a query goes through these two functions."""
+(table, view, column or VC name) that ddlx puts into a query goes through these two functions; and
+the options every stored Parquet file is written with (`copy_to_parquet`)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 
 def sql_string(value: str) -> str:
@@ -31,3 +35,9 @@ PARQUET_VERSION = "V2"
 #: The options of every DuckDB `COPY ... TO` that writes a stored Parquet file.
 PARQUET_COPY_OPTIONS = (f"FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL {PARQUET_ZSTD_LEVEL}, "
                         f"PARQUET_VERSION {PARQUET_VERSION}")
+
+
+def copy_to_parquet(con: Any, query: str, path: Path | str) -> int:
+    """Write the rows of `query` to the Parquet file at `path` with the store's options
+    (`PARQUET_COPY_OPTIONS`), on the DuckDB connection `con`; return how many rows it holds."""
+    return int(con.execute(f"COPY ({query}) TO {sql_string(str(path))} ({PARQUET_COPY_OPTIONS})").fetchall()[0][0])

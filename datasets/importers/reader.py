@@ -30,7 +30,7 @@ from ddlx.datasets.archives import archive_member_names
 from ddlx.datasets.canonical import STATES
 from ddlx.datasets.csvload import SOURCE, LoadResult, read_header
 from ddlx.datasets.ranges import ValueRange
-from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, quote_identifier, sql_string
+from ddlx.datasets.sqltext import copy_to_parquet, quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_from_zone_sql
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError, first_line, read_error
@@ -423,8 +423,7 @@ def _load_parquet(con: duckdb.DuckDBPyConnection, spec: ImportSpec, local: Local
             raise InputError(display, f"row {bad[0][0] + 1}: cannot read {bad[0][1]!r}; expected a number", field=name)
     labels = ", ".join(f"{sql_string(value)} AS {quote_identifier(name)}" for name, value in local.part.labels)
     try:
-        rows = con.execute(f"COPY (SELECT {', '.join(selected)}, {labels} FROM {source}) TO "
-                           f"{sql_string(str(out_path))} ({PARQUET_COPY_OPTIONS})").fetchall()[0][0]
+        rows = copy_to_parquet(con, f"SELECT {', '.join(selected)}, {labels} FROM {source}", out_path)
     except duckdb.Error as exc:
         out_path.unlink(missing_ok=True)
         raise read_error(exc, display, "cannot be read as Parquet", out_path) from None
@@ -627,8 +626,7 @@ class ImportAdapter(TraceAdapter):
                 read.append(local)
             if len(parts) > 1:
                 sources = ", ".join(sql_string(str(p)) for p in part_paths if not p.name.endswith(CONVERTED_SUFFIX))
-                con.execute(f"COPY (SELECT * FROM read_parquet([{sources}], union_by_name=true)) "
-                            f"TO {sql_string(str(out_path))} ({PARQUET_COPY_OPTIONS})")
+                copy_to_parquet(con, f"SELECT * FROM read_parquet([{sources}], union_by_name=true)", out_path)
             check_values(con, spec, out_path, {_label(p.part, "source_file"): p for p in read})
         finally:
             for part_path in part_paths:

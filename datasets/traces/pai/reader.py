@@ -47,7 +47,7 @@ from ddlx.datasets.buckets import bucket_count, bucket_item, stored_rows, write_
 from ddlx.datasets.canonical import state_case_sql
 from ddlx.datasets.csvload import SOURCE
 from ddlx.datasets.ranges import ValueRange
-from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, quote_identifier, sql_string
+from ddlx.datasets.sqltext import copy_to_parquet, quote_identifier, sql_string
 from ddlx.datasets.traces.pai import schema
 from ddlx.datasets.traces.pai.release import RELEASE as PAI
 from ddlx.datasets.validation import Check, duplicate_key_check
@@ -263,15 +263,13 @@ def build_jobs_in_buckets(folder: Path, present: set[str], buckets: int) -> Deri
             (work / "out").mkdir()
             for bucket in range(buckets):
                 tags = _tags_sql(bucket_item(work / "tags", bucket) if has_tags else None)
-                part = sql_string(str(work / "out" / f"{bucket}.parquet"))
-                con.execute(f"""COPY (
+                copy_to_parquet(con, f"""
                     WITH tags AS ({tags})
                     SELECT {_jobs_columns("p", "p")}
-                    FROM {bucket_item(work / "joined", bucket)} AS p LEFT JOIN tags AS g ON g.inst_id = p.inst_id
-                ) TO {part} ({PARQUET_COPY_OPTIONS})""")
+                    FROM {bucket_item(work / "joined", bucket)} AS p LEFT JOIN tags AS g ON g.inst_id = p.inst_id""",
+                                work / "out" / f"{bucket}.parquet")
             parts = sql_string(str(work / "out" / "*.parquet"))
-            return int(con.execute(f"COPY (SELECT * FROM read_parquet({parts})) TO {sql_string(str(out_path))} "
-                                   f"({PARQUET_COPY_OPTIONS})").fetchall()[0][0])
+            return copy_to_parquet(con, f"SELECT * FROM read_parquet({parts})", out_path)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return build

@@ -80,7 +80,7 @@ from ddlx.datasets.csvload import (
     read_header,
 )
 from ddlx.datasets.ranges import COUNTER_LIMIT, REAL_TIME_WINDOW, ValueRange
-from ddlx.datasets.sqltext import PARQUET_COPY_OPTIONS, quote_identifier, sql_string
+from ddlx.datasets.sqltext import copy_to_parquet, quote_identifier, sql_string
 from ddlx.datasets.timezones import utc_from_offset_sql, utc_from_zone_sql
 from ddlx.datasets.traces.philly.release import RELEASE as PHILLY
 from ddlx.datasets.validation import Check, Figure
@@ -404,13 +404,12 @@ def load_job_log(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Pat
             "[struct_pack(start_time := " + wall_clock_sql("a.start_time") + ", end_time := "
             + wall_clock_sql("a.end_time") + ", detail := a.detail) FOR a IN coalesce(attempts, [])]"
         )
-        rows = con.execute(f"""
-            COPY (SELECT jobid, "user", vc, status,
-                         {utc_from_zone_sql(wall_clock_sql('submitted_time'), SOURCE_TZ)} AS submitted_time,
-                         CAST(len(coalesce(attempts, [])) AS INTEGER) AS num_attempts,
-                         {typed_attempts} AS attempts
-                  FROM {_RAW_JOBS})
-            TO {sql_string(str(out_path))} ({PARQUET_COPY_OPTIONS})""").fetchall()[0][0]
+        rows = copy_to_parquet(con, f"""
+            SELECT jobid, "user", vc, status,
+                   {utc_from_zone_sql(wall_clock_sql('submitted_time'), SOURCE_TZ)} AS submitted_time,
+                   CAST(len(coalesce(attempts, [])) AS INTEGER) AS num_attempts,
+                   {typed_attempts} AS attempts
+            FROM {_RAW_JOBS}""", out_path)
         if rows == 0:
             raise InputError(display, "holds an empty JSON array; expected at least one job object")
         _check_attempt_order(con, out_path, display)
