@@ -5,7 +5,10 @@ the options every stored Parquet file is written with (`copy_to_parquet`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 def sql_string(value: str) -> str:
@@ -37,7 +40,7 @@ PARQUET_COPY_OPTIONS = (f"FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL {P
                         f"PARQUET_VERSION {PARQUET_VERSION}")
 
 
-def copy_to_parquet(con: Any, query: str, path: Path | str) -> int:
+def copy_to_parquet(con: duckdb.DuckDBPyConnection, query: str, path: Path | str) -> int:
     """Write the rows of `query` to the Parquet file at `path` with the store's options
-    (`PARQUET_COPY_OPTIONS`), on the DuckDB connection `con`; return how many rows it holds."""
+    (`PARQUET_COPY_OPTIONS`), on `con`; return how many rows it holds."""
     return int(con.execute(f"COPY ({query}) TO {sql_string(str(path))} ({PARQUET_COPY_OPTIONS})").fetchall()[0][0])
