@@ -154,11 +154,10 @@ DEFINITIONS: tuple[Definition, ...] = (
 def pai_gpu_instances_sql(ctx: TraceContext) -> str:
     """A FROM item: sensor rows of GPU instances (task plan_gpu > 0) with a gpu_wrk_util, with
     their job's GPU-request bucket and final state; each sensor row once, whatever rows its task has."""
-    gpu_tasks = _one_row_per_task_sql(ctx, {"plan_gpu": "max"}, "plan_gpu > 0")
     return f"""(
         SELECT s.gpu_wrk_util, {GPU_BUCKET_SQL} AS gpu_bucket, j.state
         FROM pai_sensor_table s
-        JOIN {gpu_tasks} t USING (job_name, task_name)
+        JOIN {_gpu_tasks_sql(ctx)} t USING (job_name, task_name)
         LEFT JOIN {ctx.jobs} j ON j.job_id = s.job_name
         WHERE s.gpu_wrk_util IS NOT NULL)"""
 
@@ -221,6 +220,12 @@ def _one_row_per_task_sql(ctx: TraceContext, columns: dict[str, str], where: str
         return f"(SELECT job_name, task_name, {', '.join(columns)} FROM pai_task_table WHERE {where})"
     taken = ", ".join(f"{aggregate}({column}) AS {column}" for column, aggregate in columns.items())
     return f"(SELECT job_name, task_name, {taken} FROM pai_task_table WHERE {where} GROUP BY job_name, task_name)"
+
+
+def _gpu_tasks_sql(ctx: TraceContext) -> str:
+    """A FROM item: job_name, task_name, plan_gpu of the tasks that ask for GPUs (plan_gpu > 0), one
+    row per task; a task of several rows takes the largest plan_gpu."""
+    return _one_row_per_task_sql(ctx, {"plan_gpu": "max"}, "plan_gpu > 0")
 
 
 def pai_request_vs_usage(ctx: TraceContext, usage: str | None = None) -> pl.DataFrame:
@@ -375,7 +380,7 @@ def _gpu_memory_rows_sql(ctx: TraceContext) -> str:
     capacity (NULL when not sized), the devices occupied and the used shares."""
     return f"""(
         WITH capacity(gpu_type, capacity_gb) AS (VALUES {_capacity_values_sql()}),
-        tasks AS {_one_row_per_task_sql(ctx, {"plan_gpu": "max"}, "plan_gpu > 0")},
+        tasks AS {_gpu_tasks_sql(ctx)},
         machines AS (SELECT machine, any_value(gpu_type) AS gpu_type FROM pai_machine_spec GROUP BY machine),
         rows AS (
             SELECT coalesce(m.gpu_type, 'unknown') AS gpu_type, t.plan_gpu,
