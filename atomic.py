@@ -73,14 +73,15 @@ def atomic_file(path: Path, mode: int | None = None, durable: bool = True) -> It
         tmp.unlink(missing_ok=True)
 
 
-def write_parquet_file(frame: "pl.DataFrame", path: Path, compression: str = "zstd") -> None:
-    """Write `frame` to `path` as Parquet, encoded in memory first: a full disk or a file-size limit
-    is then an `OSError`, where polars writing the file itself may report it as a malformed file
-    ("Invalid thrift: transport error")."""
+def write_parquet_file(frame: "pl.DataFrame", path: Path, compression: str = "zstd",
+                       metadata: dict[str, str] | None = None) -> None:
+    """Write `frame` to `path` as Parquet (with `metadata` as the file's key-value metadata), encoded
+    in memory first: a full disk or a file-size limit is then an `OSError`, where polars writing the
+    file itself may report it as a malformed file ("Invalid thrift: transport error")."""
     import io
 
     buffer = io.BytesIO()
-    frame.write_parquet(buffer, compression=compression)
+    frame.write_parquet(buffer, compression=compression, metadata=metadata)
     Path(path).write_bytes(buffer.getbuffer())
 
 

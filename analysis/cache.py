@@ -25,6 +25,13 @@ Modules running at the same time on two connections (`ddlx.analysis.runner`) sha
 `ResultCache`: what one computes the other reads, and each thread counts its own results being
 computed.
 
+Kept results are verified, never trusted. Each file carries in its Parquet key-value metadata what
+produced it (`provenance`: the full hash of its name and key, the store version folder, the code
+fingerprint, its part of a tuple of frames, its schema, row count and a digest of its rows), and a
+read checks all of it against what the run asks for and what the file holds: a file put at another
+result's path, cut short, rewritten or of another schema is refused (counted in `refused`), computed
+again and replaced at `commit`, never used.
+
 Kept results are a cache, never data. They are written when the run's analysis has succeeded (a
 failed run keeps nothing); a result that cannot be written (a read-only or full disk) or read (a
 damaged or vanished file) is computed as if it had never been kept. A run that writes also removes
@@ -69,6 +76,12 @@ SMALL_RESULT_ROWS = 100_000
 
 #: The name kept query results go under (`ResultCache.small_result`).
 QUERY_RESULT = "query"
+
+#: The prefix of the Parquet key-value metadata a kept result carries (`provenance`).
+METADATA_PREFIX = "ddlx.kept."
+
+#: The seed of the row hashes a kept result's digest is made of (`rows_digest`).
+_DIGEST_SEED = 20_260_101
 
 
 @functools.cache
@@ -124,11 +137,13 @@ class ResultCache:
     #: The store version folder the results are computed from.
     store_dir: Path | None = None
     written: int = 0
-    pending: list[tuple[str, pl.DataFrame | tuple[pl.DataFrame, ...]]] = field(default_factory=list)
+    pending: list[tuple[str, str, pl.DataFrame | tuple[pl.DataFrame, ...]]] = field(default_factory=list)
     #: Results read or computed this run, by file stem: asked for again, they are not read twice.
     this_run: dict[str, pl.DataFrame | tuple[pl.DataFrame, ...]] = field(default_factory=dict)
     #: The stems of the results read from earlier runs.
     read_stems: set[str] = field(default_factory=set)
+    #: The stems of kept files refused this run (not what the run asks for, or not whole): computed again.
+    refused_stems: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: Per thread, how many kept results it is computing (nested): its queries meanwhile are not kept alone.
     _threads: threading.local = field(default_factory=threading.local, repr=False)
@@ -159,8 +174,10 @@ class ResultCache:
 
     def summary(self) -> dict[str, Any]:
         """What this run read and kept, for the report: `folder` (None when nothing is kept), `read`
-        (results read from earlier runs), `kept` (results computed and kept for later ones)."""
-        return {"folder": str(self.folder) if self.folder else None, "read": self.read, "kept": self.written}
+        (results read from earlier runs), `refused` (kept files that failed their check and were
+        computed again), `kept` (results computed and kept for later ones)."""
+        return {"folder": str(self.folder) if self.folder else None, "read": self.read,
+                "refused": len(self.refused_stems), "kept": self.written}
 
     def frames(self, name: str, key: Sequence[Any], compute: Callable[[], Frames]) -> Frames:
         """The result `name` under `key` (what it depends on beyond the data and ddlx: a query's
@@ -168,8 +185,8 @@ class ResultCache:
         a tuple of them."""
         if self.folder is None:
             return compute()
-        stem = self._stem(name, key)
-        kept = self._kept(stem)
+        stem, digest = self._stem(name, key), key_digest(name, key)
+        kept = self._kept(stem, digest)
         if kept is not None:
             return kept  # type: ignore[return-value]
         self.computing += 1
@@ -177,7 +194,7 @@ class ResultCache:
             result = compute()
         finally:
             self.computing -= 1
-        self._keep(stem, result)
+        self._keep(stem, result, digest)
         return result
 
     @property
@@ -193,21 +210,21 @@ class ResultCache:
         whole) or without a cache."""
         if not self.keeping:
             return compute()
-        stem = self._stem(QUERY_RESULT, key)
-        kept = self._kept(stem)
+        stem, digest = self._stem(QUERY_RESULT, key), key_digest(QUERY_RESULT, key)
+        kept = self._kept(stem, digest)
         if isinstance(kept, pl.DataFrame):
             return kept
         result = compute()
         if result.height <= SMALL_RESULT_ROWS:
-            self._keep(stem, result)
+            self._keep(stem, result, digest)
         return result
 
-    def _kept(self, stem: str) -> pl.DataFrame | tuple[pl.DataFrame, ...] | None:
-        """The result under `stem` when this run has it or an earlier run kept it (counted in `read`
-        once per run), else None."""
+    def _kept(self, stem: str, digest: str) -> pl.DataFrame | tuple[pl.DataFrame, ...] | None:
+        """The result under `stem` (whose full key digest is `digest`) when this run has it or an
+        earlier run kept it and it passes its check (counted in `read` once per run), else None."""
         if stem in self.this_run:
             return self.this_run[stem]
-        kept = self._read(stem)
+        kept = self._read(stem, digest)
         if kept is not None:
             with self._lock:
                 self.read_stems.add(stem)
@@ -216,18 +233,18 @@ class ResultCache:
 
     @staticmethod
     def _stem(name: str, key: Sequence[Any]) -> str:
-        """The file name (without suffix) of the result `name` under `key`."""
-        digest = hashlib.sha256(json.dumps([name, list(key)], default=str).encode()).hexdigest()[:24]
-        return f"{name}-{digest}"
+        """The file name (without suffix) of the result `name` under `key`: the name and the first
+        24 hex digits of `key_digest`, which the file's metadata holds whole."""
+        return f"{name}-{key_digest(name, key)[:24]}"
 
-    def _keep(self, stem: str, result: pl.DataFrame | tuple[pl.DataFrame, ...]) -> None:
-        """Keep `result` under `stem` at `commit`; asked for again this run, it is not computed again
-        (computed at the same time by two threads, it is kept once)."""
+    def _keep(self, stem: str, result: pl.DataFrame | tuple[pl.DataFrame, ...], digest: str) -> None:
+        """Keep `result` under `stem` (full key digest `digest`) at `commit`; asked for again this run,
+        it is not computed again (computed at the same time by two threads, it is kept once)."""
         with self._lock:
             if stem in self.this_run:
                 return
             self.this_run[stem] = result
-            self.pending.append((stem, result))
+            self.pending.append((stem, digest, result))
 
     def commit(self) -> None:
         """Keep the results computed so far (the run succeeded); any failure stops keeping."""
@@ -242,39 +259,51 @@ class ResultCache:
             if not store_file.exists():
                 with atomic_file(store_file, durable=False) as tmp:
                     tmp.write_text(str(self.store_dir))
-            for stem, result in pending:
-                self._write(stem, result)
+            for stem, digest, result in pending:
+                self._write(stem, digest, result)
                 self.written += 1
         except Exception:  # noqa: BLE001 - a cache that cannot be written is no cache
             self.folder = None
 
-    def _read(self, stem: str) -> pl.DataFrame | tuple[pl.DataFrame, ...] | None:
-        """The frame or tuple of frames kept under `stem`; None when not (all) kept or unreadable."""
+    def _read(self, stem: str, digest: str) -> pl.DataFrame | tuple[pl.DataFrame, ...] | None:
+        """The frame or tuple of frames kept under `stem` when every file of it passes its check
+        against `digest` (`verified_frame`); None when not kept, and None counted in `refused`
+        when a file is there but unreadable, not whole, or not this result's."""
         assert self.folder is not None
         single = self.folder / f"{stem}.parquet"
+        parts = sorted(self.folder.glob(f"{stem}.*.parquet"))
+        if not single.exists() and not parts:
+            return None
         try:
             if single.exists():
-                return pl.read_parquet(single)
-            parts = sorted(self.folder.glob(f"{stem}.*.parquet"), key=lambda p: int(p.suffixes[-2][1:]))
-            count_file = self.folder / f"{stem}.parts"
-            if not parts or not count_file.exists() or int(count_file.read_text()) != len(parts):
-                return None
-            return tuple(pl.read_parquet(part) for part in parts)
-        except Exception:  # noqa: BLE001 - a damaged or vanished file is a result not kept
+                return verified_frame(single, self._provenance(digest, 0, 1))
+            frames = tuple(verified_frame(part, self._provenance(digest, index, len(parts)))
+                           for index, part in enumerate(sorted(parts, key=lambda p: int(p.suffixes[-2][1:]))))
+            return frames
+        except Exception:  # noqa: BLE001 - a damaged, vanished or foreign file is a result not kept
+            with self._lock:
+                self.refused_stems.add(stem)
             return None
 
-    def _write(self, stem: str, result: pl.DataFrame | tuple[pl.DataFrame, ...]) -> None:
-        """Keep `result` under `stem`, each file whole or absent."""
+    def _provenance(self, digest: str, part: int, parts: int) -> dict[str, str]:
+        """The metadata (`METADATA_PREFIX` keys) of part `part` of `parts` of the result whose full key
+        digest is `digest`, in this store version and under this code."""
         assert self.folder is not None
-        if isinstance(result, pl.DataFrame):
-            with atomic_file(self.folder / f"{stem}.parquet", durable=False) as tmp:
-                write_parquet_file(result, tmp)
-            return
-        for index, frame in enumerate(result):
-            with atomic_file(self.folder / f"{stem}.{index}.parquet", durable=False) as tmp:
-                write_parquet_file(frame, tmp)
-        with atomic_file(self.folder / f"{stem}.parts", durable=False) as tmp:
-            tmp.write_text(str(len(result)))
+        return {f"{METADATA_PREFIX}key": digest, f"{METADATA_PREFIX}store": str(self.store_dir),
+                f"{METADATA_PREFIX}code": self.folder.name, f"{METADATA_PREFIX}part": f"{part}/{parts}"}
+
+    def _write(self, stem: str, digest: str, result: pl.DataFrame | tuple[pl.DataFrame, ...]) -> None:
+        """Keep `result` under `stem`, each file whole or absent, with its provenance in its metadata
+        (what produced it, and its schema, rows and digest: `content_metadata`)."""
+        assert self.folder is not None
+        frames = (result,) if isinstance(result, pl.DataFrame) else result
+        for stale in self.folder.glob(f"{stem}*.parquet"):
+            stale.unlink(missing_ok=True)  # a refused file, or parts of another count
+        for index, frame in enumerate(frames):
+            path = self.folder / (f"{stem}.parquet" if isinstance(result, pl.DataFrame) else f"{stem}.{index}.parquet")
+            metadata = {**self._provenance(digest, index, len(frames)), **content_metadata(frame)}
+            with atomic_file(path, durable=False) as tmp:
+                write_parquet_file(frame, tmp, metadata=metadata)
 
     def _tidy(self) -> None:
         """Remove the kept results of store versions that no longer exist, of other code
@@ -298,3 +327,49 @@ class ResultCache:
             with contextlib.suppress(OSError):
                 if now - leftover.stat().st_mtime > STALE_S:
                     leftover.unlink()
+
+
+def key_digest(name: str, key: Sequence[Any]) -> str:
+    """The full sha256 (hex) of a result's name and key: what a kept file's metadata must hold."""
+    return hashlib.sha256(json.dumps([name, list(key)], default=str).encode()).hexdigest()
+
+
+def rows_digest(frame: pl.DataFrame) -> str:
+    """A sha256 (hex) of the values of `frame`, row by row in order (polars' row hashes, stable for
+    one polars version, which the code fingerprint holds): equal for the same rows however they are
+    chunked, different for any other value, order or row count."""
+    digest = hashlib.sha256(f"{frame.height}x{frame.width}".encode())
+    if frame.width and frame.height:
+        digest.update(frame.hash_rows(seed=_DIGEST_SEED).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def schema_text(frame: pl.DataFrame) -> str:
+    """The columns and types of `frame` as one text, e.g. `[["n", "Int64"], ...]`."""
+    return json.dumps([[name, str(dtype)] for name, dtype in frame.schema.items()])
+
+
+def content_metadata(frame: pl.DataFrame) -> dict[str, str]:
+    """The metadata that describes what a kept file holds: schema, row count and `rows_digest`."""
+    return {f"{METADATA_PREFIX}schema": schema_text(frame), f"{METADATA_PREFIX}rows": str(frame.height),
+            f"{METADATA_PREFIX}digest": rows_digest(frame)}
+
+
+class KeptResultMismatch(Exception):
+    """A kept file that is not the result asked for, or not whole (the cache computes it again)."""
+
+
+def verified_frame(path: Path, expected: dict[str, str]) -> pl.DataFrame:
+    """The frame kept at `path` when its metadata holds `expected` (what produced it) and its rows
+    match the schema, row count and digest it records; else `KeptResultMismatch` (or the reader's
+    error for a file that is not Parquet)."""
+    metadata = pl.read_parquet_metadata(path)
+    wrong = sorted(key for key, value in expected.items() if metadata.get(key) != value)
+    if wrong:
+        raise KeptResultMismatch(f"{path}: {', '.join(wrong)} differ from the result asked for")
+    frame = pl.read_parquet(path)
+    found = content_metadata(frame)
+    wrong = sorted(key for key, value in found.items() if metadata.get(key) != value)
+    if wrong:
+        raise KeptResultMismatch(f"{path}: {', '.join(wrong)} differ from the file's own record")
+    return frame

@@ -68,6 +68,25 @@ def read_registrations(home: Path) -> dict[str, Registration]:
         con.close()
 
 
+def registered_dataset(home: Path, name: str, remedy: str | None = None) -> Registration:
+    """The registration of the dataset `name` in the catalog of `home`: the one check every command
+    that names a dataset makes before it writes anything. `CatalogError` (exit code 1) naming the
+    data home, the remedy (default: ingest or import it) and the closest known name otherwise."""
+    from ddlx.datasets.traces import TRACES
+    from ddlx.errors import did_you_mean
+
+    registrations = read_registrations(home)
+    registration = registrations.get(name)
+    if registration is None:
+        known = registrations or {}
+        hint = did_you_mean(name, [*known, *TRACES])
+        listed = f" (it holds: {', '.join(sorted(known))})" if known else " (it holds no dataset yet)"
+        raise CatalogError(f"no dataset '{name}' in {home}{listed}; "
+                           f"{remedy or f'ingest or import it first (ddlx datasets ingest|import {name} --from ...)'}"
+                           f"{hint}")
+    return registration
+
+
 def _open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
     try:
         return duckdb.connect(str(path), read_only=True)

@@ -287,8 +287,11 @@ class TraceFacts:
         kept = self.kept_results or {}
         if not kept.get("folder"):
             return "all computed in this run (none kept: --no-cache, or the cache folder cannot be written)"
-        return (f"{kept.get('read', 0)} read from earlier runs on this store version, {kept.get('kept', 0)} computed "
-                f"and kept for later runs, in {kept['folder']}")
+        refused = kept.get("refused", 0)
+        checked = (f" ({refused} kept file{'s' if refused != 1 else ''} refused by its check and computed again)"
+                   if refused else "")
+        return (f"{kept.get('read', 0)} read from earlier runs on this store version{checked}, {kept.get('kept', 0)} "
+                f"computed and kept for later runs, in {kept['folder']}")
 
 
 @dataclass

@@ -69,10 +69,11 @@ def test_a_run_reading_kept_results_gives_exactly_what_computing_them_gives(gene
     assert len({p.name.split("-")[0] for p in _kept_files(first)}) >= 8
     assert not (generated_home / ".cache").exists() and Path(made["folder"]).is_relative_to(analysis_cache_folder())
     second = run_analysis(generated_home, "pai")
-    assert second.provenance["kept_results"] == {"folder": made["folder"], "read": made["kept"], "kept": 0}
+    assert second.provenance["kept_results"] == {"folder": made["folder"], "read": made["kept"], "refused": 0,
+                                                  "kept": 0}
     assert_same_results(first, second)
     computed = run_analysis(generated_home, "pai", cache=False)
-    assert computed.provenance["kept_results"] == {"folder": None, "read": 0, "kept": 0}
+    assert computed.provenance["kept_results"] == {"folder": None, "read": 0, "refused": 0, "kept": 0}
     assert_same_results(second, computed)
 
 
@@ -140,7 +141,7 @@ def test_a_cache_that_cannot_be_written_is_no_cache(small_home: Path, tmp_path: 
     (tmp_path / "file").write_text("a file where the cache folder would go")
     monkeypatch.setenv("DDLX_CACHE_DIR", str(tmp_path / "file"))
     result = run_analysis(small_home, "pai")
-    assert result.provenance["kept_results"] == {"folder": None, "read": 0, "kept": 0}
+    assert result.provenance["kept_results"] == {"folder": None, "read": 0, "refused": 0, "kept": 0}
     assert_same_results(result, run_analysis(small_home, "pai", cache=False))
 
 

@@ -45,7 +45,11 @@ def trim(text: str) -> str:
 
 
 def main(path: str) -> None:
-    records = [json.loads(line) for line in open(path, encoding="utf-8")]
+    lines = [json.loads(line) for line in open(path, encoding="utf-8")]
+    records = [r for r in lines if "target" in r]
+    family_table([r for r in lines if "family" in r])
+    if not records:
+        return
     print(f"{len(records)} cases run, {sum(r['passed'] for r in records)} passed, "
           f"{sum(not r['passed'] for r in records)} failed\n")
     print("| target | cases run | failed |\n|---|---|---|")
@@ -62,6 +66,24 @@ def main(path: str) -> None:
         print("| case | exit | last stderr line |\n|---|---|---|")
         for r in members:
             print(f"| {r['id']} | {r['code']} | {trim(r['last'])} |")
+
+
+def family_table(records: list[dict]) -> None:
+    """Per family of `tests/bad_inputs/test_<family>.py`: cases, passed, refused (the last command
+    exited non-zero) and accepted (exit 0), then the failing cases."""
+    if not records:
+        return
+    print("| family | cases | passed | refused (exit 1 or 2) | accepted (exit 0) | no command |")
+    print("|---|---|---|---|---|---|")
+    for family in sorted({r["family"] for r in records}):
+        mine = [r for r in records if r["family"] == family]
+        codes = Counter("none" if r["code"] is None else ("accepted" if r["code"] == 0 else "refused") for r in mine)
+        print(f"| {family} | {len(mine)} | {sum(r['passed'] for r in mine)} | {codes['refused']} | "
+              f"{codes['accepted']} | {codes['none']} |")
+    for r in records:
+        if not r["passed"]:
+            print(f"failed: {r['family']}: {r['id']}")
+    print()
 
 
 if __name__ == "__main__":
