@@ -493,7 +493,7 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack, require_jobs: bool
 
 def prepare_connection(con: duckdb.DuckDBPyConnection) -> None:
     """The settings of one connection an analysis queries on."""
-    con.execute("SET enable_progress_bar = false")
+    catalog.without_progress_bar(con)
     # DuckDB runs an ASOF join as a nested loop when it expects a small left side, and it expects
     # generated time bins to be few: with a million bins that loop takes minutes, not a second.
     con.execute("SET asof_loop_join_threshold = 0")

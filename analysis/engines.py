@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ddlx.errors import DdlxError, UsageError, caused_by_interrupt, first_line
+from ddlx.errors import DdlxError, InputError, UsageError, caused_by_interrupt, first_line
 
 #: Engines by name (`--engine`).
 ENGINES = ("duckdb", "spark")
@@ -33,6 +33,20 @@ DEFAULT_SPARK_MASTER = "local[*]"
 
 class EngineError(DdlxError):
     """A reduction failed on its engine; the message names the engine and the stage."""
+
+
+_EXPECTED_PARQUET = "expected a folder, a glob or a file of Parquet files of GPU samples (the gpu_samples columns)"
+
+
+def _no_parquet(location: str, pattern: str) -> str:
+    """Why `location` (read as the glob `pattern`) gives no file: what is there instead."""
+    if "://" in location:
+        return f"no file there; {_EXPECTED_PARQUET}"
+    if pattern != location:
+        return f"the folder holds no .parquet file; {_EXPECTED_PARQUET}"
+    if any(char in location for char in "*?["):
+        return f"the glob matches no file; {_EXPECTED_PARQUET}"
+    return f"no such file or folder; {_EXPECTED_PARQUET}"
 
 
 @dataclass(frozen=True)
@@ -80,18 +94,34 @@ class DuckDBEngine:
 
     def register_parquet(self, name: str, location: str) -> int:
         """Make the Parquet files at `location` (a file, a glob, or a folder: every Parquet file under
-        it) the input `name`; returns the number of files."""
-        from pathlib import Path
+        it) the input `name`; returns the number of files. `InputError` naming `location` as given
+        when it names no file, or a file that is not Parquet (every file's footer is read here)."""
+        import duckdb
 
         from ddlx.datasets.sqltext import quote_identifier, sql_string
 
-        if "://" not in location and Path(location).is_dir():
-            location = str(Path(location) / "**" / "*.parquet")
-        files = self.con.execute(f"SELECT count(*) FROM glob({sql_string(location)})").fetchall()[0][0]
-        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {quote_identifier(name)} AS "
-                         f"SELECT * FROM read_parquet({sql_string(location)}, hive_partitioning = false)")
+        pattern = self._parquet_pattern(location)
+        files = self.con.execute(f"SELECT count(*) FROM glob({sql_string(pattern)})").fetchall()[0][0]
+        if not files:
+            raise InputError(location, _no_parquet(location, pattern))
+        try:
+            self.con.execute(f"SELECT count(*) FROM parquet_file_metadata({sql_string(pattern)})").fetchall()
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {quote_identifier(name)} AS "
+                             f"SELECT * FROM read_parquet({sql_string(pattern)}, hive_partitioning = false)")
+        except duckdb.Error as exc:
+            raise InputError(location, f"cannot be read as Parquet ({first_line(exc)}); {_EXPECTED_PARQUET}") \
+                from None
         self._views.append(name)
         return int(files)
+
+    @staticmethod
+    def _parquet_pattern(location: str) -> str:
+        """The glob DuckDB reads for `location`: every Parquet file under a folder, else `location`."""
+        from pathlib import Path
+
+        if "://" not in location and Path(location).is_dir():
+            return str(Path(location) / "**" / "*.parquet")
+        return location
 
     def register_arrow(self, name: str, table: pa.Table) -> None:
         self.con.register(name, table)

@@ -49,6 +49,7 @@ def reduce_into_catalog(home: Path, dataset: str, modules: Sequence[str] | None 
     """Run the reducible `modules` (default: all of them) on `dataset` with `options` (the engine's
     among them) and store their declared tables in the catalog of `home`; returns what was stored
     (nothing when no module applied)."""
+    from ddlx.datasets.catalog import registered_dataset
     from ddlx.datasets.ingest import store_derived_tables
 
     reducible = reducible_modules()
@@ -57,6 +58,7 @@ def reduce_into_catalog(home: Path, dataset: str, modules: Sequence[str] | None 
     if refused:
         raise UsageError(f"module {refused[0]!r} keeps no table in the catalog; expected one of: "
                          f"{', '.join(reducible)}")
+    registered_dataset(home, dataset)
     result = run_analysis(home, dataset, chosen, progress=progress, options=options)
     recorded = _recorded_options(result.options)
     reduced_at = datetime.now(timezone.utc).isoformat(timespec="seconds")

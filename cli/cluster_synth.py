@@ -12,7 +12,9 @@ from ddlx.cli.options import say as _say
 
 
 def synth_cluster_command(
-    out: Annotated[Path, typer.Option("--out", help="Folder to write into (created if missing).")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Folder to write (created if missing; replaced whole when it is a ddlx release, refused "
+                      "when it is another non-empty folder).")],
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs of the cluster (a multiple of --gpus-per-node).")],
     days: Annotated[int, typer.Option("--days", help="Length of the telemetry window, days.")],
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node.")] = 8,
@@ -38,12 +40,14 @@ def synth_cluster_command(
 ) -> None:
     """Write a SYNTHETIC cluster: its Slurm accounting (or Kubernetes pods) and DCGM telemetry, consistent with
     each other, plus plan.json, the ground truth of allocated and idle GPU-seconds."""
-    from ddlx.datasets.telemetry.generator import ClusterSpec, parse_fields, write_synthetic_cluster
+    from ddlx.datasets.synthetic import write_release_folder
+    from ddlx.datasets.telemetry.generator import ClusterSpec, check_spec, parse_fields, write_synthetic_cluster
 
     spec = ClusterSpec(gpus=gpus, days=days, gpus_per_node=gpus_per_node, step=step, seed=seed,
                        scheduler=scheduler, start=start, tz=tz, fields=parse_fields(fields), job_label=job_label,
                        format=output_format)
-    paths = write_synthetic_cluster(spec, out, progress=_say)
-    for name in sorted(paths):
-        typer.echo(f"{paths[name]}  {paths[name].stat().st_size:,} bytes")
+    check_spec(spec)  # a bad option is refused before anything is made
+    names = write_release_folder(out, lambda tmp: sorted(write_synthetic_cluster(spec, tmp, progress=_say)))
+    for name in names:
+        typer.echo(f"{out / name}  {(out / name).stat().st_size:,} bytes")
     typer.echo(f"SYNTHETIC cluster written to {out}; ground truth in {out / 'plan.json'}")

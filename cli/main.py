@@ -7,6 +7,7 @@ line on stderr and exit code 1.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -181,16 +182,10 @@ def datasets_info(
 ) -> None:
     """Show what was ingested for a trace or imported dataset, and its validation report."""
     from ddlx.datasets import inventory
-    from ddlx.datasets.catalog import read_registrations
-    from ddlx.errors import CatalogError, did_you_mean
+    from ddlx.datasets.catalog import registered_dataset
     from ddlx.reports.text import format_table
 
-    home = _home(data_home)
-    registration = read_registrations(home).get(trace)
-    if registration is None:
-        raise CatalogError(f"'{trace}' is not ingested in {home}; run: ddlx datasets ingest {trace} --from DIR "
-                           "(or ddlx datasets import NAME --from FILE)"
-                           f"{did_you_mean(trace, [*TRACES, *read_registrations(home)])}")
+    registration = registered_dataset(_home(data_home), trace)
     manifest = registration.manifest
     if as_json:
         typer.echo(json.dumps(manifest, indent=2))
@@ -219,15 +214,17 @@ def datasets_info(
 @datasets_app.command("synth")
 def datasets_synth(
     trace: TraceName,
-    out: Annotated[Path, typer.Option("--out", help="Folder to write the synthetic release into.")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Folder to write the synthetic release as (replaced whole when it is a ddlx release, refused "
+                      "when it is another non-empty folder).")],
     scale: Annotated[float, typer.Option("--scale", help="1 is about the size of the real release.")] = 0.01,
     seed: Annotated[int, typer.Option("--seed", help="Same seed, same bytes.")] = 0,
 ) -> None:
     """Generate a SYNTHETIC trace in exactly the official file format."""
     from ddlx.datasets.synthetic import write_synthetic_release
 
-    if scale <= 0:
-        raise typer.BadParameter("must be above 0", param_hint="--scale")
+    if not (math.isfinite(scale) and scale > 0):
+        raise typer.BadParameter(f"expected a finite number above 0, got {scale:g}", param_hint="--scale")
     paths = write_synthetic_release(trace, out, scale, seed, progress=_say)
     for path in paths:
         typer.echo(f"{path}  {path.stat().st_size:,} bytes")
@@ -243,7 +240,9 @@ from ddlx.cli.telemetry import import_metrics_command, reduce_command  # noqa: E
 def datasets_export(
     name: Annotated[str, typer.Argument(help="A dataset of the catalog (a trace or an import).")],
     output_format: Annotated[str, typer.Option("--format", help="The format (`ddlx datasets formats` lists them).")],
-    out: Annotated[Path, typer.Option("--out", help="The file to write (a sidecar .datapackage.json goes beside).")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="The file to write (a sidecar .datapackage.json goes beside; all are replaced together, a "
+                      "folder is refused).")],
     predictions: Annotated[Optional[Path], typer.Option(
         "--predictions", help="A prediction table of `ddlx predict apply`: its duration estimates go where the "
                               "format carries one.")] = None,
@@ -324,7 +323,8 @@ def sql(
 
 
 AnalyzeOut = Annotated[Optional[Path], typer.Option(
-    "--out", help="Results folder (default: ./ddlx-results/<trace>-trace).", show_default=False)]
+    "--out", help="Results folder (default: ./ddlx-results/<trace>-trace); replaced whole when it holds "
+                  "summary.json, refused when it is another non-empty folder.", show_default=False)]
 
 
 def _analyze_trace_command(trace: TraceInfo) -> Callable[..., None]:
@@ -348,7 +348,8 @@ for _trace in TRACES.values():
 def analyze_dataset(
     name: Annotated[str, typer.Argument(help="A dataset of the catalog, e.g. one made by `datasets import`.")],
     out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Results folder (default: ./ddlx-results/<name>).", show_default=False)] = None,
+        "--out", help="Results folder (default: ./ddlx-results/<name>); replaced whole when it holds "
+                      "summary.json, refused when it is another non-empty folder.", show_default=False)] = None,
     module: Modules = None,
     resolution: Resolution = None,
     window: Window = None,
@@ -362,9 +363,11 @@ def analyze_dataset(
 ) -> None:
     """Characterize any dataset of the catalog (an imported cluster log, or an ingested trace)."""
     from ddlx.analysis.runner import run_analysis
+    from ddlx.datasets.catalog import registered_dataset
 
     options = _options(resolution, window, engine, spark_master, samples_location, partitions, spark_conf)
     out = _writable_out(out, name)
+    registered_dataset(_home(data_home), name, lacking="jobs of trace")  # the wording of the analysis's own check
     result = run_analysis(_home(data_home), name, _module_names(module), progress=_say, options=options,
                           cache=not no_cache)
     _render(result, out)

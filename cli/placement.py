@@ -69,7 +69,7 @@ def placement_command(
     policy (the fill-up experiment of the FGD paper, ATC'23); print the unallocated GPU share per policy."""
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
     from ddlx.simulate.placement import POLICIES
-    from ddlx.simulate.placement.experiment import run_placement, write_experiment
+    from ddlx.simulate.placement.experiment import check_experiment_folder, run_placement, write_experiment
     from ddlx.simulate.placement.inputs import default_dataset, read_inputs
 
     chosen = [p.strip() for p in (policies or "").split(",") if p.strip()] or list(POLICIES)
@@ -78,11 +78,12 @@ def placement_command(
         raise typer.BadParameter(f"unknown policy {unknown[0]!r}; expected some of: {', '.join(POLICIES)}",
                                  param_hint="--policies")
     dataset = dataset or default_dataset()
+    folder = out if out is not None else Path("ddlx-results") / f"placement-{dataset}-{task_list}"
+    check_experiment_folder(folder)
     home = home_with_jobs_or_sample(_home(data_home), dataset, synthetic, progress=_say)
     inputs = read_inputs(home, dataset, task_list, nodes)
     _say(f"{dataset}: filling {inputs.source['gpus']:,} GPUs under {len(chosen)} policies x {seeds} seeds")
     experiment = run_placement(inputs, chosen, seeds, workers)
     typer.echo(render(experiment))
-    folder = out if out is not None else Path("ddlx-results") / f"placement-{dataset}-{task_list}"
     write_experiment(experiment, folder)
     typer.echo(f"results: {folder} (steps, curves and summary as Parquet; experiment.json)")

@@ -33,7 +33,8 @@ def predict_train(
     trace: Trace = None,
     dataset: Dataset = None,
     out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Model folder to write (default: ./ddlx-models/<trace>).", show_default=False)] = None,
+        "--out", help="Model folder to write (default: ./ddlx-models/<trace>); replaced whole when it holds a "
+                      "model card, refused when it is another non-empty folder.", show_default=False)] = None,
     max_fit_rows: Annotated[Optional[int], typer.Option(
         "--max-fit-rows", min=100,
         help="Fit on at most this many train-window jobs (a seeded sample; default 300000).",
@@ -43,9 +44,13 @@ def predict_train(
     data_home: DataHome = None,
 ) -> None:
     """Train duration models (mean, p50, p90) and baselines on a time-ordered split; write a model folder."""
-    from ddlx.predict.models import TrainSettings, train
+    from ddlx.predict.artifacts import check_out_folder
+    from ddlx.predict.models import TrainSettings, default_model_dir, train
     from ddlx.reports.text import format_table
 
+    named = trace if trace is not None else dataset
+    if named is not None and (trace is None or dataset is None):  # both or neither: jobs_source says so
+        check_out_folder(out if out is not None else default_model_dir(named))
     home, name = jobs_source(trace, dataset, synthetic, data_home)
     settings = TrainSettings(random_state=seed,
                              **({} if max_fit_rows is None else {"max_fit_rows": max_fit_rows}))
@@ -67,17 +72,20 @@ def predict_train(
 @predict_app.command("apply")
 def predict_apply(
     model: Annotated[Path, typer.Option("--model", help="Model folder written by `ddlx predict train`.")],
-    out: Annotated[Path, typer.Option("--out", help="Prediction table to write: FILE.parquet or FILE.csv.")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Prediction table to write: FILE.parquet or FILE.csv (replaced whole; a folder is refused).")],
     trace: Trace = None,
     dataset: Dataset = None,
     synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
     """Predict every job of a trace: job_id, pred_s, p50_s, p90_s, model_id, the job columns exporters need."""
+    from ddlx.outputs import check_output_file
     from ddlx.predict.artifacts import PREDICTIONS_SYNTHETIC_BANNER, is_synthetic, load_predictor, write_table
 
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise typer.BadParameter("expected a .parquet or .csv file name", param_hint="--out")
+    check_output_file(out, "writing the prediction table")
     predictor = load_predictor(model)
     home, name = jobs_source(trace, dataset, synthetic, data_home)
     note_if_trained_elsewhere(predictor, name)
@@ -97,7 +105,7 @@ def predict_export(
     export_format: Annotated[str, typer.Option(
         "--format", help="estimate-csv (job_id,estimate). Simulator formats: ddlx datasets export NAME --format F "
                          "--predictions FILE.")],
-    out: Annotated[Path, typer.Option("--out", help="CSV file to write.")],
+    out: Annotated[Path, typer.Option("--out", help="CSV file to write (replaced whole; a folder is refused).")],
     cluster: Annotated[Optional[str], typer.Option(
         "--cluster", help="Export only the jobs of this cluster (needed where job ids repeat across clusters).",
         show_default=False)] = None,

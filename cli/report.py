@@ -31,13 +31,15 @@ def compare(
     data_home: DataHome = None,
 ) -> None:
     """Analyse each trace and write one report with the same metrics side by side."""
-    from ddlx.reports.compare import CompareError, check_names, run_compare
+    from ddlx.reports.compare import CompareError, check_names, default_out_dir, run_compare
     from ddlx.reports.model import SYNTHETIC_BANNER
+    from ddlx.reports.results import check_results_writable
 
     try:
-        check_names(names)
+        checked = check_names(names)
     except CompareError as exc:
         raise typer.BadParameter(str(exc), param_hint="NAMES") from None
+    check_results_writable(out if out is not None else default_out_dir(checked))  # before the analyses run
     path, report = run_compare(home(data_home), names, out, modules=module_names(module),
                                use_sample=synthetic, options=analysis_options(resolution), progress=say)
     banner = f"*** {SYNTHETIC_BANNER} ({', '.join(report.synthetic_traces)}) ***" if report.synthetic else None
@@ -59,9 +61,11 @@ def figures(
     fmt: Annotated[str, typer.Option(
         "--format", help="File format of the figures: svg, pdf or png.")] = "svg",
     out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Folder for the figure files (default: RESULTS/figures).", show_default=False)] = None,
+        "--out", help="Folder for the figure files (default: RESULTS/figures); replaced whole when it holds "
+                      "figures.json, refused when it is another non-empty folder.", show_default=False)] = None,
 ) -> None:
-    """Write every chart of a report as a figure file (SVG, PDF or PNG) for a paper."""
+    """Write every chart of a report as a figure file (SVG, PDF or PNG) for a paper, into a folder replaced
+    whole (it holds figures.json, which lists them; another non-empty folder is refused)."""
     from ddlx.reports.figures import FIGURE_FORMATS, write_figures
 
     if fmt not in FIGURE_FORMATS:

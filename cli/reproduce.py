@@ -15,6 +15,7 @@ from ddlx.cli.options import data_home as _home
 from ddlx.cli.options import say as _say
 
 FORMATS = ("table", "json", "csv")
+WRITING = "writing the reproduction"
 
 
 def reproduce_command(
@@ -25,12 +26,14 @@ def reproduce_command(
         show_default=False)] = None,
     output_format: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
     out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Write the output to this file instead of the terminal.", show_default=False)] = None,
+        "--out", help="Write the output to this file instead of the terminal (replaced whole; a folder is refused).",
+        show_default=False)] = None,
     synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
     """Compute each published figure of a paper from the catalog, under the paper's definition, beside
     the published value: figure, published, ddlx, difference, verdict."""
+    from ddlx.outputs import check_output_file, write_output_text
     from ddlx.reports.reproduction import format_reproduction, reproduction_csv, reproduction_json
     from ddlx.reproduce import profiles, reproduce
 
@@ -41,12 +44,12 @@ def reproduce_command(
             typer.echo(f"{known.name}: {known.paper}")
             typer.echo(f"  {known.description} Reads dataset '{known.dataset}'; {len(known.figures)} figures.")
         return
+    if out is not None:
+        check_output_file(out, WRITING)
     result = reproduce(_home(data_home), profile, dataset, use_sample=synthetic, progress=_say)
     text = {"json": reproduction_json, "csv": reproduction_csv}.get(output_format, format_reproduction)(result)
     if out is None:
         typer.echo(text, nl=not text.endswith("\n"))
         return
-    from ddlx.atomic import write_text_atomic
-
-    write_text_atomic(out, text)
+    write_output_text(out, text, WRITING)
     typer.echo(f"{result.profile.name}: {len(result.results)} figures written to {out}")

@@ -20,6 +20,8 @@ from ddlx.cli.predict import note_if_trained_elsewhere
 if TYPE_CHECKING:
     from ddlx.simulate import SimulationReport
 
+WRITING = "writing the simulation results"
+
 
 def _policy_names(policy: str | None, compare: str | None) -> list[str]:
     names = [policy] if policy else []
@@ -132,11 +134,14 @@ def simulate_command(
         "--las-thresholds", help="LAS queue limits in attained GPU-seconds, e.g. 3600,36000 (the default).",
         show_default=False)] = None,
     out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Write the results as JSON to this file.", show_default=False)] = None,
+        "--out", help="Write the results as JSON to this file (replaced whole; a folder is refused).",
+        show_default=False)] = None,
     synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
     """Replay a trace's jobs on a simulated GPU cluster under scheduling policies; JCT, queueing, utilisation."""
+    from ddlx.errors import storage_errors
+    from ddlx.outputs import check_output_file
     from ddlx.predict import load_predictor
     from ddlx.simulate import check_tie_break, resolve_policies, simulate_trace, write_json
 
@@ -154,6 +159,8 @@ def simulate_command(
     if predictor is not None and not wants_estimates and not test_window:
         typer.echo("note: --predictor is used by sjf-predicted, srtf-predicted and --test-window only; ignored",
                    err=True)
+    if out is not None:
+        check_output_file(out, WRITING)
     loaded = load_predictor(predictor) if predictor is not None else None
     home, name = jobs_source(trace, dataset, synthetic, data_home)
     if loaded is not None:
@@ -166,4 +173,6 @@ def simulate_command(
                             submitted_from=submitted_from, cpus=cores, tie_break=tie_break)
     typer.echo(render(report))
     if out is not None:
-        typer.echo(f"\nresults: {write_json(report, out)}")
+        with storage_errors(out, WRITING):  # a system error names the path given, not the temporary file
+            written = write_json(report, out)
+        typer.echo(f"\nresults: {written}")

@@ -43,7 +43,11 @@ def import_metrics_command(
     chunk: Annotated[str, typer.Option(
         "--chunk", help="Length of one range query (Prometheus) or of one stored chunk (files).")] = "6h",
     timeout: Annotated[float, typer.Option(
-        "--timeout", help="Prometheus: seconds to wait for one answer before retrying.")] = 60.0,
+        "--timeout", help="Prometheus: seconds to wait for bytes of an answer before retrying; an answer must also "
+                          "bring 16 KiB/s on average over every stretch of that many seconds.")] = 60.0,
+    deadline: Annotated[Optional[float], typer.Option(
+        "--deadline", help="Prometheus: seconds within which the whole answer to one query must arrive, retries "
+                           "included (default: $DDLX_PROMETHEUS_DEADLINE_S, else 300).", show_default=False)] = None,
     fields: Annotated[Optional[str], typer.Option(
         "--fields", help="Only these fields, comma-separated: gpu_util, sm_active, tensor_active, "
                          "gr_engine_active, fb_used_mib, power_w (or their DCGM names); default all.",
@@ -61,8 +65,8 @@ def import_metrics_command(
     names = [n.strip() for n in (fields or "").split(",") if n.strip()] or None
     origin: str | Path = prometheus if prometheus is not None else source  # type: ignore[assignment]
     result = import_metrics(_home(data_home), name, origin,
-                            start=start, end=end, step=step, chunk=chunk, timeout=timeout, fields=names,
-                            job_label=job_label, progress=_say)
+                            start=start, end=end, step=step, chunk=chunk, timeout=timeout, deadline=deadline,
+                            fields=names, job_label=job_label, progress=_say)
     typer.echo(f"{result.dataset}: {result.samples:,} samples in {result.chunks_written:,} chunks written, "
                f"{result.chunks_skipped:,} chunks already stored (skipped)")
     typer.echo(f"source: {result.source}")

@@ -68,22 +68,25 @@ def read_registrations(home: Path) -> dict[str, Registration]:
         con.close()
 
 
-def registered_dataset(home: Path, name: str, remedy: str | None = None) -> Registration:
+def registered_dataset(home: Path, name: str, remedy: str | None = None, lacking: str = "dataset") -> Registration:
     """The registration of the dataset `name` in the catalog of `home`: the one check every command
-    that names a dataset makes before it writes anything. `CatalogError` (exit code 1) naming the
-    data home, the remedy (default: ingest or import it) and the closest known name otherwise."""
+    that names a dataset makes before it writes anything. `CatalogError` (exit code 1) otherwise,
+    saying `no <lacking> '<name>' in <home>`, what the catalog holds, the remedy (default: ingest
+    the trace `name`, or import the dataset) and the closest known name."""
     from ddlx.datasets.traces import TRACES
     from ddlx.errors import did_you_mean
 
     registrations = read_registrations(home)
     registration = registrations.get(name)
     if registration is None:
-        known = registrations or {}
-        hint = did_you_mean(name, [*known, *TRACES])
-        listed = f" (it holds: {', '.join(sorted(known))})" if known else " (it holds no dataset yet)"
-        raise CatalogError(f"no dataset '{name}' in {home}{listed}; "
-                           f"{remedy or f'ingest or import it first (ddlx datasets ingest|import {name} --from ...)'}"
-                           f"{hint}")
+        if remedy is None:
+            remedy = (f"the trace '{name}' is not ingested: ddlx datasets download {name}, then ddlx datasets "
+                      f"ingest {name} --from DIR" if name in TRACES else
+                      f"expected a trace ({', '.join(TRACES)}) or a dataset of the catalog: ingest the trace, "
+                      f"or import the dataset first (ddlx datasets import {name} --from FILE)")
+        listed = f" (it holds: {', '.join(sorted(registrations))})" if registrations else " (it holds no dataset yet)"
+        raise CatalogError(f"no {lacking} '{name}' in {home}{listed}; {remedy}"
+                           f"{did_you_mean(name, [*registrations, *TRACES])}")
     return registration
 
 
@@ -211,6 +214,14 @@ def bound_memory(con: duckdb.DuckDBPyConnection, spill_dir: Path) -> None:
     con.execute(f"SET temp_directory = {sql_string(str(spill_dir))}")
 
 
+def without_progress_bar(con: duckdb.DuckDBPyConnection) -> None:
+    """Turn DuckDB's progress bar off on `con` where it is on (a terminal): ddlx reports its own
+    progress. In a Jupyter kernel DuckDB starts with it off and refuses to set it at all unless
+    ipywidgets is installed, so it is left alone there."""
+    if con.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0]:
+        con.execute("SET enable_progress_bar = false")
+
+
 def _remove_stale_spill(parent: Path) -> None:
     """Remove the spill folders (`<host>.<pid>.<id>`) of ddlx processes of this host that are gone:
     a run that is killed cannot remove its own. Other hosts' folders are left alone."""
@@ -279,7 +290,7 @@ def reading(home: Path) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[str, R
         try:
             with spill_folder(home) as spill:
                 try:
-                    con.execute("SET enable_progress_bar = false")
+                    without_progress_bar(con)
                     # the pinned store files do not change while they are read: each file's footer
                     # is parsed once, not at every query (1-2 ms a table a query, 150 queries an analysis)
                     con.execute("SET parquet_metadata_cache = true")

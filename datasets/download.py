@@ -10,7 +10,8 @@ checksum is never kept as ``<dest>`` and never deleted: it is set aside as
 Besides the timeout on each read, a transfer has a deadline for making progress: every
 `DEADLINE_S` seconds (``DDLX_DOWNLOAD_DEADLINE_S``) must bring `MIN_RATE_BYTES_S` bytes a second
 on average, so a server that drips a byte now and then is stopped instead of holding the
-download for ever, while a slow but steady link is never cut off whatever the file's size.
+download for ever, while a slow but steady link is never cut off whatever the file's size. The
+mechanism (`ddlx.datasets.pace.Pace`) is the one Prometheus queries use too.
 
 Every failure is a `ddlx.errors.DownloadError` with a one-line message. The module prints
 nothing; callers follow a transfer through the optional ``progress`` callback.
@@ -30,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ddlx.atomic import write_text_atomic
+from ddlx.datasets import pace
 from ddlx.datasets.archives import hash_file
 from ddlx.datasets.trace_info import TraceInfo
 from ddlx.errors import DownloadError
@@ -53,7 +55,7 @@ DEADLINE_S = 60.0
 """Default deadline: each stretch of this many seconds of a transfer must average at least
 `MIN_RATE_BYTES_S`; the environment variable `DDLX_DOWNLOAD_DEADLINE_S` changes it."""
 
-MIN_RATE_BYTES_S = 16 << 10
+MIN_RATE_BYTES_S = pace.MIN_RATE_BYTES_S
 """Slowest average transfer accepted over a deadline stretch: 16 KiB/s (about 130 kbit/s). A link
 that keeps it up is never cut off: the largest official archive (1.06 GB) would complete in one run (in 18 h)."""
 
@@ -74,40 +76,7 @@ def _one_line(text: object) -> str:
 
 def deadline_from_environment() -> float:
     """`DDLX_DOWNLOAD_DEADLINE_S` as seconds, or `DEADLINE_S` when it is unset."""
-    text = os.environ.get(DEADLINE_ENV, "").strip()
-    if not text:
-        return DEADLINE_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0 or seconds == float("inf"):
-        raise DownloadError(f"{DEADLINE_ENV}={text!r} is not a positive number of seconds")
-    return seconds
-
-
-class _Pace:
-    """The deadline for progress: each `deadline_s` of a transfer must bring `min_rate` bytes/s."""
-
-    def __init__(self, deadline_s: float, min_rate: float, done: int):
-        self.deadline_s = deadline_s
-        self.min_rate = min_rate
-        self.since = time.monotonic()
-        self.done_then = done
-
-    def too_slow(self, done: int) -> str | None:
-        """Why the transfer is too slow once a stretch has passed; None while it keeps pace."""
-        now = time.monotonic()
-        elapsed = now - self.since
-        if elapsed < self.deadline_s:
-            return None
-        brought = done - self.done_then
-        if brought < self.min_rate * elapsed:
-            return (f"only {brought} bytes came in the last {elapsed:.1f} s, below the deadline of "
-                    f"{self.min_rate / 1024:g} KiB/s on average over every {self.deadline_s:g} s "
-                    f"({DEADLINE_ENV} sets the seconds)")
-        self.since, self.done_then = now, done
-        return None
+    return pace.seconds_from_environment(DEADLINE_ENV, DEADLINE_S, DownloadError)
 
 
 def _set_aside(path: Path, actual_sha256: str, dest: Path | None = None) -> Path:
@@ -293,7 +262,7 @@ def _attempt(url: str, part: Path, *, sha256: str | None, size_bytes: int | None
             )
 
         progress.update(done, total)
-        pace = _Pace(deadline_s, min_rate, done)
+        stretch = pace.Pace(deadline_s, min_rate, done, DEADLINE_ENV)
         with open(part, mode) as out:
             try:
                 while True:
@@ -309,7 +278,7 @@ def _attempt(url: str, part: Path, *, sha256: str | None, size_bytes: int | None
                     hasher.update(chunk)
                     done += len(chunk)
                     progress.update(done, total)
-                    if (slow := pace.too_slow(done)) is not None:
+                    if (slow := stretch.too_slow(done)) is not None:
                         raise DownloadError(
                             f"download of {url} stopped after receiving {done} of "
                             f"{total if total is not None else 'unknown'} bytes: {slow}; the "

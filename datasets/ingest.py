@@ -42,7 +42,15 @@ from ddlx.datasets.download import read_first_seen
 from ddlx.datasets.home import store_dir
 from ddlx.datasets.sqltext import PARQUET_ZSTD_LEVEL, copy_to_parquet, quote_identifier, sql_string
 from ddlx.datasets.validation import run_checks, run_figures
-from ddlx.errors import DdlxError, InputError, UnknownDatasetError, first_line, storage_error, storage_errors
+from ddlx.errors import (
+    DdlxError,
+    InputError,
+    UnknownDatasetError,
+    first_line,
+    os_error_remedy,
+    storage_error,
+    storage_errors,
+)
 
 #: Bump when the stored tables or the manifest change shape, or stored values change (3: a tie
 #: rule for a canonical column of one trace; 4: a trace's derived roll-up of its instances per
@@ -105,7 +113,7 @@ def _connect(workdir: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     catalog.bound_memory(con, workdir / "spill")
     con.execute("SET preserve_insertion_order = false")
-    con.execute("SET enable_progress_bar = false")
+    catalog.without_progress_bar(con)
     return con
 
 
@@ -355,13 +363,30 @@ def ingest_with(adapter: TraceAdapter, source: Path, home: Path, tables: Sequenc
         try:
             with storage_errors(staging.parent, f"ingesting {adapter.name}", (OSError, duckdb.Error, MemoryError)):
                 (staging / "tmp").mkdir(parents=True)
-                return _ingest_into(adapter, parts, home, root, staging, previous, registrations,
-                                    marker, max_rejected_rows, say)
+                with _naming_unreadable_inputs(parts):
+                    return _ingest_into(adapter, parts, home, root, staging, previous, registrations,
+                                        marker, max_rejected_rows, say)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
             for folder in (root, root.parent):  # folders a failed first ingest made, if empty
                 with contextlib.suppress(OSError):
                     folder.rmdir()
+
+
+@contextlib.contextmanager
+def _naming_unreadable_inputs(parts: dict[str, list[SourcePart]]) -> Iterator[None]:
+    """Turn an operating-system error met opening or reading one of the input files of `parts` (a
+    file the user gave: no permission, a read error of the device) into an `InputError` naming that
+    file, so that it is not taken for a problem of the data home."""
+    inputs = {os.path.abspath(part.path): part.path for table_parts in parts.values() for part in table_parts}
+    try:
+        yield
+    except OSError as exc:
+        named = exc.filename if isinstance(exc.filename, (str, bytes, os.PathLike)) else None
+        found = inputs.get(os.path.abspath(os.fsdecode(named))) if named is not None else None
+        if found is None:
+            raise
+        raise InputError(str(found), f"cannot be read: {exc.strerror or exc} ({os_error_remedy(exc)})") from None
 
 
 def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home: Path, root: Path,

@@ -34,6 +34,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from ddlx.datasets.catalog import without_progress_bar
 from ddlx.datasets.sqltext import quote_identifier
 from ddlx.datasets.timezones import wall_clock_from_utc_sql
 from ddlx.errors import DdlxError, first_line
@@ -284,7 +285,7 @@ def frame_features(jobs: Any, zone: str | None) -> pl.DataFrame:
         raise PredictError("jobs: column 'submit_time' has missing values; every job needs its submission time")
     con = duckdb.connect()
     try:
-        con.execute("SET enable_progress_bar = false")
+        without_progress_bar(con)
         con.execute("SET asof_loop_join_threshold = 0")
         con.register("ddlx_jobs_frame", frame)
         return _tidy(_run(con, features_sql("ddlx_jobs_frame", zone), "jobs"))

@@ -31,6 +31,7 @@ from ddlx.reports.charts import (
     MIN_LINE_POINTS,
     drop_flat_runs,
     min_max_decimate,
+    synthetic_traces,
     thin_cdf,
 )
 from ddlx.reports.model import Chart, Series, Source, display, plain, slug
@@ -431,6 +432,7 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
         panel=panel,
         panels=panels,
     )
+    chart.synthetic_traces = synthetic_traces(chart, {i.result.trace for i in inputs if i.result.synthetic})
     return chart, None
 
 

@@ -5,6 +5,9 @@ plotly figure (a JSON-ready dict) and serialises it so it can sit inside an HTML
 Every string that reaches plotly is HTML-escaped first: plotly reads a few tags (`<b>`, `<br>`,
 `<a>`) in its text, and a user or VC name must be shown as written, never as markup.
 
+A chart drawn from SYNTHETIC data carries the word SYNTHETIC across its plot (`synthetic_mark`),
+in the figure itself: on the page, in the SVG its camera button saves, and in every figure file.
+
 Downsampling keeps the drawn shape of a series while bounding its points: a CDF keeps evenly
 spaced probabilities (at most `MAX_CDF_POINTS`), a time series keeps the smallest and largest
 value of each of `MAX_LINE_POINTS / 2` buckets, so peaks survive. Tables are never thinned.
@@ -15,7 +18,7 @@ from __future__ import annotations
 import html
 import json
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 import numpy as np
 
@@ -69,6 +72,12 @@ LABEL_CHAR_PX = 6.5
 #: Line styles of the series of a line chart, with the colours: series stay apart in grey print
 #: and for readers who do not tell the colours apart.
 LINE_STYLES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+#: The mark drawn across the plot of a chart of SYNTHETIC data (generated, not real cluster data):
+#: large slanted text in the middle of the plot area, part of the figure itself, so the page's
+#: charts, the camera button's SVG and the files of `ddlx report figures` all carry it.
+SYNTHETIC_MARK = "SYNTHETIC"
+SYNTHETIC_MARK_FONT = {"size": 56, "color": "rgba(213, 94, 0, 0.35)"}
 
 
 def thin_cdf(x: Sequence[Any], p: Sequence[Any], max_points: int = MAX_CDF_POINTS) -> tuple[list[Any], list[Any]]:
@@ -136,6 +145,26 @@ def _texts(values: Sequence[Any]) -> list[Any]:
     return [text(v) for v in values]
 
 
+def synthetic_traces(chart: "Chart", synthetic: Collection[str]) -> list[str]:
+    """The traces drawn in `chart` (by its series, in drawing order) that are among the SYNTHETIC
+    traces `synthetic`: the value of `Chart.synthetic_traces`."""
+    return [t for t in dict.fromkeys(s.trace for s in chart.series) if t in synthetic]
+
+
+def synthetic_mark(chart: "Chart") -> dict[str, Any] | None:
+    """The annotation marking `chart` as drawn from SYNTHETIC data (None for real data): the word
+    SYNTHETIC across the plot, followed by the traces' names when only some of the traces drawn
+    are SYNTHETIC (a compare report)."""
+    if not chart.synthetic_traces:
+        return None
+    drawn = set(s.trace for s in chart.series)
+    words = SYNTHETIC_MARK
+    if drawn - set(chart.synthetic_traces):
+        words += "<br>" + text(", ".join(chart.synthetic_traces))
+    return {"text": words, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "xanchor": "center",
+            "yanchor": "middle", "showarrow": False, "textangle": -18, "font": dict(SYNTHETIC_MARK_FONT)}
+
+
 def figure(chart: "Chart") -> dict[str, Any]:
     """The plotly figure of `chart` as a JSON-ready dict (`data` and `layout`; the shared
     `BASE_LAYOUT` is merged in by the page), written as plotly.js reads it: plain traces and
@@ -192,6 +221,9 @@ def figure(chart: "Chart") -> dict[str, Any]:
         layout["margin"] = {**BASE_LAYOUT["margin"], "b": margin_bottom}
     if bar:
         layout["barmode"] = "stack" if chart.kind == "stack" else "group"
+    mark = synthetic_mark(chart)
+    if mark is not None:
+        layout["annotations"] = [mark]
     return {"data": traces, "layout": layout}  # the page supplies the shared template (BASE_LAYOUT)
 
 

@@ -96,6 +96,8 @@ class Chart:
     #: Small multiples: this chart is panel `panel` of `panels` of one table's groups.
     panel: int = 1
     panels: int = 1
+    #: The traces drawn whose data is SYNTHETIC (the chart then carries the SYNTHETIC mark).
+    synthetic_traces: list[str] = field(default_factory=list)
 
     @property
     def points_drawn(self) -> int:

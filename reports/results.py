@@ -4,18 +4,15 @@ Parquet file per result table (`<module>/<table>.parquet`)."""
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
 
 from ddlx.analysis.model import AnalysisResult, table_file
-from ddlx.atomic import replace_folder, write_parquet_file
-from ddlx.errors import StorageError, storage_errors
+from ddlx.atomic import write_parquet_file
+from ddlx.outputs import check_output_folder, write_output_folder
 from ddlx.reports.text import json_value
 
 SYNTHETIC_LABEL = "SYNTHETIC"
@@ -44,9 +41,7 @@ def write_results(result: AnalysisResult, out_dir: Path, with_report: bool = Fal
     and `synthetic` columns, and the JSON a SYNTHETIC label when the data was generated.
     """
     out_dir = Path(out_dir)
-    check_results_folder(out_dir)
-    with storage_errors(out_dir, "writing the results"):  # OSError, or polars' and DuckDB's reports of one
-        written = replace_folder(out_dir, lambda tmp: write_results_into(result, tmp, with_report))
+    written = write_output_folder(out_dir, OWN_FILES, lambda tmp: write_results_into(result, tmp, with_report))
     return [out_dir / path for path in written]
 
 
@@ -83,27 +78,13 @@ def write_results_into(result: AnalysisResult, folder: Path, with_report: bool =
     return sorted(path.relative_to(folder) for path in folder.rglob("*") if path.is_file())
 
 
-def check_results_writable(out_dir: Path) -> None:
-    """Before an analysis: `StorageError` when its results could not be written as `out_dir` (as
-    `check_results_folder`; or the nearest folder that exists above it is a file, or refuses a new
-    folder), so that a bad `--out` is refused at once rather than after the analysis has run.
-    Nothing is left behind."""
-    check_results_folder(out_dir)
-    above = Path(os.path.abspath(out_dir)).parent
-    while not above.exists() and above != above.parent:
-        above = above.parent
-    with storage_errors(out_dir, "writing the results"):
-        if not above.is_dir():
-            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(above))
-        os.rmdir(tempfile.mkdtemp(prefix=f".{out_dir.name}.probe-", dir=above))
-
-
 def check_results_folder(out_dir: Path) -> None:
-    """`StorageError` unless `out_dir` is missing, an empty folder, or a results folder ddlx wrote."""
-    if not out_dir.exists() and not out_dir.is_symlink():
-        return
-    if not out_dir.is_dir():
-        raise StorageError(f"{out_dir}: exists and is not a folder; choose another --out")
-    if any(out_dir.iterdir()) and not any((out_dir / name).is_file() for name in OWN_FILES):
-        raise StorageError(f"{out_dir}: a folder that is not a ddlx results folder (no {SUMMARY_FILE}); "
-                           "ddlx replaces its results folder whole, so choose an empty or new --out")
+    """`StorageError` unless `out_dir` can be written as a results folder: it is missing, an empty
+    folder, or a results folder ddlx wrote (it holds one of `OWN_FILES`), and a folder can be made
+    there (the rule of every output folder, `ddlx.outputs.check_output_folder`). Nothing is left
+    behind."""
+    check_output_folder(out_dir, OWN_FILES)
+
+
+#: Before an analysis, so that a bad `--out` is refused at once rather than after the analysis has run.
+check_results_writable = check_results_folder

@@ -64,13 +64,18 @@ def reproduce(home: Path, profile: str | Profile, dataset: str | None = None, us
     """Compute every figure of `profile` from the catalog of `home` (the profile's dataset, or
     `dataset`). A registered trace that is not ingested is read from its SYNTHETIC sample (as
     `ddlx analyze` does; `use_sample` forces it): its values are labelled SYNTHETIC and get no
-    verdict. A dataset that is in neither place leaves every figure not computable here."""
-    from ddlx.datasets.catalog import read_registrations
+    verdict. A `dataset` named that is in neither place is refused (`CatalogError`, with the
+    closest name); the profile's own dataset missing from the catalog leaves every figure not
+    computable here, saying how to get the data."""
+    from ddlx.datasets.catalog import read_registrations, registered_dataset
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
     from ddlx.datasets.traces import TRACES
 
     chosen = profile if isinstance(profile, Profile) else get_profile(profile)
     name = dataset or chosen.dataset
+    if dataset is not None and dataset not in TRACES:
+        registered_dataset(Path(home), dataset, remedy=f"name a dataset of the catalog, or drop --dataset to read "
+                                                       f"the profile's own ('{chosen.dataset}')")
     if name not in TRACES and not use_sample and name not in read_registrations(Path(home)):
         reason = f"the catalog of {home} holds no dataset '{name}'. {chosen.get_data}"
         return Reproduction(chosen, name, False, str(home), [_not_computed(f, reason) for f in chosen.figures])

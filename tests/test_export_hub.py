@@ -19,7 +19,7 @@ from ddlx.datasets.export.jobs import export_jobs, write_table
 from ddlx.datasets.export.model import ExportError, LossReport
 from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.traces import TRACES
-from ddlx.errors import UsageError
+from ddlx.errors import InputError, UsageError
 
 NO_IDS = """submit,duration,gpus
 30,100,1
@@ -90,7 +90,8 @@ def test_predictions_travel_with_the_jobs(two_clusters: Path, tmp_path: Path) ->
 def test_predictions_that_repeat_a_job_or_lack_columns_are_refused(two_clusters: Path, tmp_path: Path) -> None:
     repeated = tmp_path / "rep.parquet"
     pl.DataFrame({"cluster": ["east", "east"], "job_id": ["x1", "x1"], "pred_s": [1.0, 2.0]}).write_parquet(repeated)
-    with pytest.raises(ExportError, match="1 .cluster, job_id. pair"):
+    with pytest.raises(InputError, match="rep.parquet, field 'job_id': row 2: job id 'x1' of cluster 'east' given a "
+                                         "second time .first at row 1."):
         export_dataset(two_clusters, "two", "swf", tmp_path / "a.swf", predictions=repeated)
     partial = tmp_path / "partial.parquet"
     pl.DataFrame({"job_id": ["x1"], "pred_s": [1.0]}).write_parquet(partial)

@@ -54,8 +54,9 @@ def test_every_chart_of_the_report_becomes_an_svg_file(results: Path, cli) -> No
     assert ids
     result = cli("report", "figures", str(results))
     assert result.code == 0, result.err
-    written = sorted(p.name for p in (results / "figures").iterdir())
+    written = sorted(p.name for p in (results / "figures").iterdir() if p.name != "figures.json")
     assert written == sorted(f"{i}.svg" for i in ids)
+    assert sorted(json.loads((results / "figures" / "figures.json").read_text())["figures"]) == written
     page = (results / "figures" / f"{ids[0]}.svg").read_text()
     assert page.startswith("<svg") and "</svg>" in page
     title = next(c["title"] for s in report["sections"] for c in s["charts"] if c["id"] == ids[0])

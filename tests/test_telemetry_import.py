@@ -20,9 +20,27 @@ from ddlx.datasets.telemetry import store
 from ddlx.datasets.telemetry.importer import import_metrics
 from ddlx.datasets.telemetry.prometheus import PrometheusError, check_resolution
 from ddlx.errors import InputError, UsageError
+from tests.bad_inputs.telemetry_home import register
 from tests.conftest import assert_clean_failure, tree_digest
 
 T0 = 1714564800  # 2024-05-01T12:00:00Z
+#: The data homes the tests import into (telemetry goes beside a dataset of the catalog: each holds `cl`).
+HOMES = ("home", "other", "clean", "a", "b")
+
+
+@pytest.fixture(scope="module")
+def registered_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("registered") / "home"
+    register(home, "cl")
+    return home
+
+
+@pytest.fixture(autouse=True)
+def dataset_cl(registered_home: Path, tmp_path: Path) -> None:
+    """Every home of `HOMES` holds the dataset `cl`: a copy of one home registered once (its catalog
+    names that home's store, which no test here reads)."""
+    for name in HOMES:
+        shutil.copytree(registered_home, tmp_path / name)
 
 
 def stored(home: Path, dataset: str = "cl") -> pl.DataFrame:

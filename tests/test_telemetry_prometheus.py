@@ -28,6 +28,7 @@ from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.telemetry import store
 from ddlx.datasets.telemetry.generator import ClusterSpec, write_synthetic_cluster
 from ddlx.datasets.telemetry.importer import import_metrics
+from tests.bad_inputs.telemetry_home import register
 
 pytestmark = pytest.mark.prometheus
 
@@ -116,8 +117,9 @@ def test_import_from_real_prometheus(tmp_path: Path) -> None:
     lines.append("# EOF")
     source = tmp_path / "generated.om"
     source.write_text("\n".join(lines) + "\n")
+    home = tmp_path / "home"
+    register(home, "cluster")  # the dataset the samples go beside
     with serving(promtool, prometheus, source, tmp_path) as url:
-        home = tmp_path / "home"
         result = import_metrics(home, "cluster", url, start=t0, end=t0 + HOURS * 3600, step=INTERVAL_S,
                                 chunk="1h", fields=list(FIELDS.values()), timeout=30, retries=1, backoff=0.1)
 

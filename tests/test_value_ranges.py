@@ -171,7 +171,7 @@ def test_philly_job_log_refuses_non_json_literals_with_their_position(cli, tmp_p
 
 @pytest.mark.parametrize("change,field,needle", [
     (lambda job: job["attempts"][0]["detail"][0].update(gpus=[["gpu0", "gpu1"]]), "gpus",
-     "expected an array of GPU names"),
+     "expected a GPU name"),
     (lambda job: job.update(vc=7), "vc", "vc is the value 7; expected a string"),
     (lambda job: job.update(submitted_time="2099-01-01 00:00:00"), "submitted_time", "2010-01-01..2035-01-01 UTC"),
     (lambda job: job["attempts"][0].update(start_time="2005-01-01 00:00:00"), "start_time",
@@ -189,7 +189,7 @@ def test_philly_job_log_nested_very_deeply_is_one_clean_error(cli, tmp_path: Pat
     text = '[{"jobid": "a", "status": "Pass", "attempts": ' + "[" * 200_000 + "]" * 200_000 + "}]"
     result = cli("datasets", "ingest", "philly", "--from", _job_log(tmp_path, text), "--table", "philly_job_log",
                  "--data-home", tmp_path / "home")
-    assert_clean_failure(result, "cluster_job_log", "nested too deeply")
+    assert_clean_failure(result, "cluster_job_log", "nested deeper than 100 levels")
 
 
 # -- Helios, Acme, Alibaba v2023 ----------------------------------------------------------------

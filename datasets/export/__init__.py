@@ -3,11 +3,12 @@ loss report and a `datapackage.json`-style sidecar beside the file.
 
 `FORMATS` lists the formats: one module each here for the formats that belong to no trace
 (declaring `FORMAT`), and the formats a trace's own tools read, declared by that trace's folder
-(`formats.EXPORT_FORMATS`); `export_dataset` opens the
-dataset (a registered trace that is not ingested is read from its SYNTHETIC sample, labelled as
-such), writes the file through a temporary name, and writes the sidecar: the resources written,
-the source dataset and the sha256 of its input files, the trace's licence and citation, the loss
-report and the numbers given to names.
+(`formats.EXPORT_FORMATS`); `export_dataset` opens the dataset (a registered trace that is not
+ingested is read from its SYNTHETIC sample, labelled as such), writes the file, the files beside it
+and the sidecar under temporary names and renames them into place together
+(`ddlx.outputs.output_files`: all of them, or on a failure none of them). The sidecar holds the
+resources written, the source dataset and the sha256 of its input files, the trace's licence and
+citation, the loss report and the numbers given to names.
 """
 
 from __future__ import annotations
@@ -68,18 +69,18 @@ def export_dataset(home: Path, name: str, fmt: str, out: Path, use_sample: bool 
     from ddlx.analysis.context import open_trace
     from ddlx.atomic import write_text_atomic
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
-    from ddlx.errors import storage_errors
+    from ddlx.outputs import check_output_file, output_files
 
     chosen = get_format(fmt)
     out = Path(out)
-    if out.is_dir():
-        raise ExportError(f"{out}: is a folder; expected the path of the file to write")
+    doing = f"writing the {fmt} export"
     options = dict(options or {})
     unknown = [key for key in options if key not in chosen.options]
     if unknown:
         accepted = ", ".join(chosen.options) or "none"
         raise UsageError(f"the {fmt} format has no option '{unknown[0]}'; it accepts: {accepted}"
                          f"{did_you_mean(unknown[0], chosen.options)}")
+    check_output_file(out, doing)
     table = None
     if predictions is not None:
         if not chosen.carries_estimate:
@@ -91,14 +92,15 @@ def export_dataset(home: Path, name: str, fmt: str, out: Path, use_sample: bool 
         table = read_predictions(Path(predictions))
     data_home = home_with_jobs_or_sample(Path(home), name, use_sample, progress=progress)
     loss = LossReport()
-    with open_trace(data_home, name) as ctx, storage_errors(out, f"writing the {fmt} export"):
-        out.parent.mkdir(parents=True, exist_ok=True)
+    sidecar = sidecar_path(out)
+    with open_trace(data_home, name) as ctx, output_files(out, doing, last=[sidecar.name]) as staging:
         request = ExportRequest(ctx, table, Path(predictions) if predictions else None, options)
-        written = chosen.write(request, out, loss)
-        document = _sidecar(ctx, chosen, out, written, loss)
-        sidecar = sidecar_path(out)
-        write_text_atomic(sidecar, json.dumps(document, indent=2, default=str) + "\n")
-        return ExportResult(out, sidecar, fmt, written.rows, loss, ctx.synthetic, written.extra_files, chosen.rows_are)
+        written = chosen.write(request, staging / out.name, loss)
+        document = _sidecar(ctx, chosen, staging / out.name, written, loss)
+        write_text_atomic(staging / sidecar.name, json.dumps(document, indent=2, default=str) + "\n")
+        extra = [out.parent / path.name for path in written.extra_files]
+        synthetic = ctx.synthetic
+    return ExportResult(out, sidecar, fmt, written.rows, loss, synthetic, extra, chosen.rows_are)
 
 
 def _sidecar(ctx: Any, fmt: ExportFormat, out: Path, written: Written, loss: LossReport) -> dict[str, Any]:

@@ -61,6 +61,7 @@ import polars as pl
 
 from ddlx.datasets.export.jobs import ExportRequest, write_id_map, write_text
 from ddlx.datasets.export.model import ExportError, ExportFormat, LossReport, Written
+from ddlx.jsontext import load_json
 
 #: Fields of a trace line, in order.
 FIELDS: tuple[str, ...] = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir",
@@ -113,7 +114,7 @@ def read_throughputs(path: Path, worker: str) -> dict[str, dict[int, float]]:
     """Steps/s by job type and scale factor of `worker` in a Gavel throughputs JSON (keys
     `('<job type>', <scale factor>)`, the job alone under `null`)."""
     try:
-        document = json.loads(path.read_text())
+        document = load_json(path.read_text())
     except FileNotFoundError:
         raise ExportError(f"--option throughputs={path}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:

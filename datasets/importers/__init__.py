@@ -28,7 +28,8 @@ Units and missing values
   an empty value and the words Unknown, None, NULL, NA, N/A, NaN, NaT mean missing.
 - `duration` is in the time unit, or in seconds when the unit is `datetime`.
 - States: the first word of the value (Slurm's `CANCELLED by 123` -> CANCELLED, a trailing `+`
-  dropped), compared without case, is mapped with `STATE_WORDS`; any other word is bad input.
+  dropped), compared without case, is mapped with `STATE_WORDS` (every state of sacct's job state
+  codes, `SLURM_STATES`, among them); any other word is bad input.
 
 Stored tables (`-` in the dataset name becomes `_` in table names)
 - `<name>_job_table`: the columns as read, plus `source_file` (file, or `archive:member`, relative
@@ -54,7 +55,11 @@ Stored tables (`-` in the dataset name becomes `_` in table names)
   `req_tres` is used where `tres` is empty): GPUs = the untyped `gres/gpu=N` when present, else
   the sum of the typed `gres/gpu:TYPE=N` entries, else 0; gpu_type = the typed entry with most
   GPUs; cpus from `cpu=`; memory from `mem=` with K/M/G/T/P suffixes (1024-based; no suffix is
-  MB) in GB; instances from `node=`.
+  MB) in GB; instances from `node=`. A string is refused (`reader.tres_refused_sql`) when an
+  entry is not NAME=VALUE (`cpu8`, `gres/gpu`, `cpu=`, an empty entry), a name is not a TRES
+  name (`reader.TRES_NAME`), a count read is no number in digits, `mem=` is no size, a name is
+  given twice, or a count read is outside its range; other entries (billing, energy, licences)
+  are not read. An empty string (a pending job) is no allocation.
 - Preset `slurm` drops job steps (JobID containing `.`, e.g. `123.batch`, `123.0`) from the
   canonical jobs; array tasks (`123_4`) and heterogeneous components (`123+0`) are jobs. The
   steps stay in `<name>_job_table`.

@@ -102,24 +102,115 @@ def _tres_number(tres: str, key: str) -> str:
     return f"TRY_CAST(NULLIF(regexp_extract({tres}, {sql_string(f'(?:^|,){key}=([0-9.]+)')}, 1), '') AS DOUBLE)"
 
 
-#: TRES entries ddlx reads, as a regex on one entry, and what their value must look like: a count
-#: (at most 15 digits before the point, so it stays finite), memory with an optional unit.
-_TRES_COUNT_KEYS = r"^(cpu|node|gres/gpu(:[^=]+)?)="
-_TRES_COUNT = r"^[^=]+=[0-9]{1,15}(\.[0-9]+)?$"
-_TRES_MEM = r"^mem=[0-9]{1,15}(\.[0-9]+)?[KMGTP]?$"
+#: What TRES names are made of: a type of lowercase letters (cpu, mem, node, billing, energy, gres,
+#: license, fs, bb, ic, ...), optionally `/` and a name of `:`-separated segments (gres/gpu, gres/gpu:a100,
+#: license/matlab, fs/disk). `_SEGMENT` is a character of a segment.
+_LETTER = "abcdefghijklmnopqrstuvwxyz"
+_SEGMENT = r"[^=,/:\s]"
+TRES_NAME = rf"^[a-z]+(/{_SEGMENT}+(:{_SEGMENT}+)*)?$"
+#: The TRES names whose value is a count ddlx reads, and what a count and a memory size look like (at
+#: most 15 digits before the point, so they stay finite; memory with an optional K, M, G, T or P).
+_COUNT_NAME = rf"(?:cpu|node|gres/gpu(?::{_SEGMENT}+)*)"
+TRES_COUNT_NAME = f"^{_COUNT_NAME}$"
+_COUNT = r"[0-9]{1,15}(?:\.[0-9]+)?"
+TRES_COUNT = f"^{_COUNT}$"
+TRES_MEMORY = f"^{_COUNT}[KMGTP]?$"
+
+
+def _other_than(words: Sequence[str], char: Callable[[str], str]) -> str:
+    """A regex (RE2: no look-ahead) of the non-empty strings of the characters `char('')` other than
+    `words` (of lowercase letters); `char(used)` is that character class without the characters `used`."""
+    longest = max(map(len, words))
+    alternatives = [f"{char('')}{{{longest + 1},}}"]
+    for length in range(1, longest + 1):
+        same = [word for word in words if len(word) == length]
+        if not same:
+            alternatives.append(f"{char('')}{{{length}}}")
+            continue
+        for prefix in sorted({word[:i] for word in same for i in range(length)}):
+            following = "".join(sorted({word[len(prefix)] for word in same if word.startswith(prefix)}))
+            rest = length - len(prefix) - 1
+            alternatives.append(prefix + char(following) + (f"{char('')}{{{rest}}}" if rest else ""))
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+def _letters(used: str) -> str:
+    return "[" + "".join(c for c in _LETTER if c not in used) + "]"
+
+
+def _segment_chars(used: str) -> str:
+    return _SEGMENT[:-1] + used + "]"
+
+
+#: One entry ddlx accepts: a count name with a count, mem with a size, or any other TRES name with a
+#: non-empty value. `_OTHER_NAME` is a TRES name that is neither a count name nor mem (built without
+#: look-ahead, so the whole string is checked by one regular expression).
+_OTHER_NAME = (rf"(?:{_other_than(('cpu', 'mem', 'node'), _letters)}"
+               rf"|{_other_than(('gres',), _letters)}/{_SEGMENT}+(?::{_SEGMENT}+)*"
+               rf"|gres/{_other_than(('gpu',), _segment_chars)}(?::{_SEGMENT}+)*)")
+_ENTRY = rf"(?:{_COUNT_NAME}={_COUNT}|mem={_COUNT}[KMGTP]?|{_OTHER_NAME}=[^,]+)"
+#: A TRES string whose every entry ddlx accepts (a name may still be given twice).
+TRES_STRING = rf"^{_ENTRY}(?:,{_ENTRY})*$"
+
+
+def _tres_names_sql(tres: str) -> str:
+    return f"[split_part(e, '=', 1) FOR e IN string_split({tres}, ',')]"
+
+
+def _tres_outside_sql(tres: str) -> dict[str, str]:
+    """Per count read (gpus, cpus, mem_gb, instances): SQL true when `tres` gives it outside `NUMBER_RANGES`."""
+    read = tres_sql(tres)
+    return {key: f"coalesce({NUMBER_RANGES[key].outside_sql(read[key])}, false)"
+            for key in ("gpus", "cpus", "mem_gb", "instances")}
+
+
+def tres_refused_sql(tres: str) -> str:
+    """SQL true when the import refuses the Slurm TRES string `tres` (a non-empty VARCHAR
+    expression): an entry that is not NAME=VALUE with a name of `TRES_NAME` and a value (`cpu8`,
+    `gres/gpu`, `cpu=`, an empty entry), a count ddlx reads (cpu, node, gres/gpu, gres/gpu:TYPE)
+    that is no number in digits, memory that is no size, a name given twice, or counts outside
+    `NUMBER_RANGES`. Values of the other names (billing, energy, licences) are not read.
+    `tres_problem_sql` says which of these it is."""
+    names = _tres_names_sql(tres)
+    return (f"(NOT regexp_full_match({tres}, {sql_string(TRES_STRING)}) "
+            f"OR len(list_distinct({names})) < len({names}) OR {' OR '.join(_tres_outside_sql(tres).values())})")
 
 
 def tres_problem_sql(tres: str) -> str:
-    """SQL true when the Slurm TRES string `tres` has an entry `tres_sql` reads (cpu, mem, node,
-    gres/gpu, gres/gpu:TYPE) that is not a number (memory: with K, M, G, T or P), or gives a count
-    outside `NUMBER_RANGES`."""
-    unreadable = (f"(regexp_matches(e, {sql_string(_TRES_COUNT_KEYS)}) "
-                  f"AND NOT regexp_matches(e, {sql_string(_TRES_COUNT)})) "
-                  f"OR (starts_with(e, 'mem=') AND NOT regexp_matches(e, {sql_string(_TRES_MEM)}))")
-    read = tres_sql(tres)
-    outside = " OR ".join(f"coalesce({NUMBER_RANGES[key].outside_sql(read[key])}, false)"
-                          for key in ("gpus", "cpus", "mem_gb", "instances"))
-    return f"len([e FOR e IN string_split({tres}, ',') IF {unreadable}]) > 0 OR {outside}"
+    """SQL: why the import refuses the Slurm TRES string `tres` (`tres_refused_sql`), as text naming
+    the entry; NULL when it does not. Run in the error path only."""
+    entries = f"string_split({tres}, ',')"
+    name = "split_part(e, '=', 1)"
+    value = "substr(e, strpos(e, '=') + 1)"
+    entry = (f"CASE WHEN e = '' THEN 'an empty entry (a comma at an end, or two in a row)' "
+             f"WHEN NOT contains(e, '=') OR {value} = '' THEN format('entry ''{{}}'' has no value', e) "
+             f"WHEN NOT regexp_matches({name}, {sql_string(TRES_NAME)}) "
+             f"THEN format('entry ''{{}}'': ''{{}}'' is not a TRES name', e, {name}) "
+             f"WHEN regexp_matches({name}, {sql_string(TRES_COUNT_NAME)}) "
+             f"AND NOT regexp_matches({value}, {sql_string(TRES_COUNT)}) "
+             f"THEN format('entry ''{{}}'': the {{}} count is not a number in digits', e, {name}) "
+             f"WHEN {name} = 'mem' AND NOT regexp_matches({value}, {sql_string(TRES_MEMORY)}) "
+             f"THEN format('entry ''{{}}'': mem is not a size in digits with K, M, G, T or P', e) END")
+    names = _tres_names_sql(tres)
+    repeated = f"[k FOR k, i IN {names} IF list_position({names}, k) < i]"
+    outside = " ".join(f"WHEN {condition} THEN {sql_string(f'gives {key} outside {NUMBER_RANGES[key].describe()}')}"
+                       for key, condition in _tres_outside_sql(tres).items())
+    return (f"coalesce([p FOR p IN [{entry} FOR e IN {entries}] IF p IS NOT NULL][1], "
+            f"CASE WHEN len({repeated}) > 0 THEN format('the name ''{{}}'' is given twice', {repeated}[1]) END, "
+            f"CASE {outside} END)")
+
+
+def tres_problem(tres: str | None) -> str | None:
+    """What is wrong with one Slurm TRES string (`tres_problem_sql` run on it); None when nothing is
+    (an empty or missing string is a job without an allocation)."""
+    if tres is None or not tres.strip():
+        return None
+    con = duckdb.connect()
+    try:
+        return con.execute(f"SELECT {tres_problem_sql('t')} FROM (SELECT trim(CAST(? AS VARCHAR)) AS t)",
+                           [tres]).fetchall()[0][0]
+    finally:
+        con.close()
 
 
 def tres_sql(tres: str) -> dict[str, str]:
@@ -127,8 +218,9 @@ def tres_sql(tres: str) -> dict[str, str]:
     typed_counts = f"CAST(regexp_extract_all({tres}, '(?:^|,)gres/gpu:[^=,]+=([0-9.]+)', 1) AS DOUBLE[])"
     typed_names = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1)"
     unit = f"upper(regexp_extract({tres}, '(?:^|,)mem=[0-9.]+([KMGTP]?)', 1))"
-    mem_factor = (f"CASE {unit} WHEN 'K' THEN 1.0 / 1048576 WHEN 'M' THEN 1.0 / 1024 WHEN '' THEN 1.0 / 1024 "
-                  "WHEN 'G' THEN 1.0 WHEN 'T' THEN 1024.0 WHEN 'P' THEN 1048576.0 END")
+    # GB per unit (1024-based; no unit is MB), the unit read once
+    mem_factor = (f"[1.0 / 1048576, 1.0 / 1024, 1.0 / 1024, 1.0, 1024.0, 1048576.0]"
+                  f"[list_position(['K', 'M', '', 'G', 'T', 'P'], {unit})]")
     return {
         "gpus": (f"CASE WHEN {tres} IS NULL THEN 0.0 "
                  f"WHEN regexp_matches({tres}, '(^|,)gres/gpu=') THEN {_tres_number(tres, 'gres/gpu')} "
@@ -339,6 +431,10 @@ def locate_parts(source: Path, preset: Preset | None = None) -> list[SourcePart]
             elif wanted(path.name):
                 parts.append(_file_part(path, relative.as_posix()))
     if not parts:
+        if preset is not None and preset.convert is not None:
+            endings = ", ".join(suffix for suffix in preset.suffixes if suffix)
+            raise InputError(str(source), f"holds no file of the {preset.name} format ({endings}); expected "
+                                          f"{preset.description.split(':')[0]}")
         raise InputError(str(source), "holds no CSV or Parquet file (.csv, .txt, .psv, .tsv, .parquet); "
                                       "expected the job table")
     return parts
@@ -481,15 +577,15 @@ def _value_checks(spec: ImportSpec, present: set[str]) -> list[_ValueCheck]:
             spec.mapping[key], f"{col} IS NOT NULL AND {ranged.outside_sql(col)}",
             lambda v, key=key, ranged=ranged: f"value {v} of {key} is outside the accepted range {ranged.describe()}",
             numeric=True))
-    tres_ranges = ", ".join(f"{key} {NUMBER_RANGES[key].describe()}" for key in ("gpus", "cpus", "mem_gb", "instances"))
     for key in ("tres", "req_tres"):
         if cols.column(key) is not None:
             checks.append(_ValueCheck(
                 spec.mapping.get(key) or spec.optional[key],
-                f"{cols.text(key)} IS NOT NULL AND ({tres_problem_sql(cols.text(key))})",
-                lambda v: f"cannot read the TRES string {v!r}; expected KEY=VALUE entries separated by commas, e.g. "
-                          "cpu=8,gres/gpu:a100=2,mem=64G,node=1 (cpu, node and gres/gpu: numbers; mem: a number "
-                          f"ending with K, M, G, T or P, MB without), within {tres_ranges}"))
+                f"{cols.text(key)} IS NOT NULL AND {tres_refused_sql(cols.text(key))}",
+                lambda v: f"cannot read the TRES string {v!r}: {tres_problem(v)}; expected NAME=VALUE entries "
+                          "separated by commas, each name once, e.g. billing=8,cpu=8,gres/gpu:a100=2,mem=64G,node=1 "
+                          "(cpu, node and gres/gpu: numbers; mem: a number ending with K, M, G, T or P, MB "
+                          "without)"))
     state = cols.column("state")
     if state is not None:
         accepted = ", ".join(f"{s} ({'/'.join(w for w, c in STATE_WORDS.items() if c == s)})" for s in STATES)

@@ -21,7 +21,7 @@ from ddlx.datasets.timezones import utc_offset_pattern
 from ddlx.errors import UnknownDatasetError, UsageError
 
 #: Bump when the stored tables of an import change shape, so unchanged inputs are imported again.
-IMPORT_FORMAT = 1
+IMPORT_FORMAT = 2
 
 #: Mapping key -> (kind, meaning). Kinds: text (VARCHAR), number (DOUBLE), time, state.
 MAPPING_KEYS: dict[str, tuple[str, str]] = {
@@ -52,16 +52,24 @@ MAPPING_KEYS: dict[str, tuple[str, str]] = {
 #: Time unit -> seconds per unit; `datetime` means date-time strings.
 TIME_UNITS: dict[str, float | None] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "datetime": None}
 
-#: Lower-cased first word of a state value -> canonical state.
+#: Lower-cased first word of a state value -> canonical state. Slurm's job states (the JOB STATE
+#: CODES of `man sacct`: BOOT_FAIL, CANCELLED, COMPLETED, DEADLINE, FAILED, NODE_FAIL, OUT_OF_MEMORY,
+#: PENDING, PREEMPTED, RUNNING, REQUEUED, RESIZING, REVOKED, SUSPENDED, TIMEOUT) are all here, in
+#: `SLURM_STATES`; the other words are those of other schedulers' exports.
 STATE_WORDS: dict[str, str] = {
     "completed": "completed", "pass": "completed", "passed": "completed", "succeeded": "completed",
     "success": "completed",
     "failed": "failed", "timeout": "failed", "node_fail": "failed", "out_of_memory": "failed",
     "boot_fail": "failed", "deadline": "failed",
     "cancelled": "cancelled", "canceled": "cancelled", "killed": "cancelled", "preempted": "cancelled",
-    "running": "running", "suspended": "running",
+    "revoked": "cancelled",
+    "running": "running", "suspended": "running", "resizing": "running",
     "pending": "pending", "waiting": "pending", "queued": "pending", "requeued": "pending",
 }
+#: Every job state sacct prints (`man sacct`, JOB STATE CODES), each a key of `STATE_WORDS` lower-cased.
+SLURM_STATES: tuple[str, ...] = (
+    "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PENDING",
+    "PREEMPTED", "RUNNING", "REQUEUED", "RESIZING", "REVOKED", "SUSPENDED", "TIMEOUT")
 
 #: Accepted range of the canonical times: numeric times count from the Unix epoch by default, so
 #: nothing real lies before 1970.

@@ -64,7 +64,6 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -74,6 +73,7 @@ import polars as pl
 from ddlx.datasets.importers.presets import Preset
 from ddlx.datasets.sqltext import PARQUET_ZSTD_LEVEL
 from ddlx.errors import InputError
+from ddlx.jsontext import load_json
 
 #: The 18 fields of a record, in order (the names of the columns they are written to).
 FIELDS: tuple[str, ...] = (
@@ -204,7 +204,7 @@ def read_codes(source: Path) -> dict[str, dict[int, str]]:
     if path is None:
         return {}
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = load_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(str(path), f"cannot be read as the export's sidecar ({exc})") from None
     codes = document.get("codes") if isinstance(document, dict) else None

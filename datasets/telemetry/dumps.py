@@ -20,6 +20,10 @@ number counts one row per line, so it is off where quoted cells hold line breaks
 neither RFC 3339 with an offset nor Unix seconds, and an empty or non-numeric value, are errors
 naming the file, the line and the column. Rows of metrics ddlx does not read are counted by name
 and skipped. Both formats are streamed in batches of rows, in file order.
+
+A dump cut short is refused, never read in part: a CSV whose last line has no line break (every
+row of a CSV ddlx reads ends with one), a `.csv.gz` whose gzip stream ends early, a Parquet file
+without its footer.
 """
 
 from __future__ import annotations
@@ -58,6 +62,22 @@ def _columns(path: Path, con) -> list[str]:
             f"DESCRIBE SELECT * FROM {reader}(?{options})", [str(path)]).fetchall()]
     except duckdb.Error as exc:
         raise InputError(path, f"cannot be read ({str(exc).splitlines()[0]})") from None
+
+
+def _check_whole(path: Path) -> None:
+    """`InputError` when the plain CSV `path` does not end with a line break: it was cut short (the
+    lines are counted only then, to name the last one)."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, 2)
+        if size == 0:
+            return
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return
+        handle.seek(0)
+        lines = 1 + sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
+    raise InputError(path, "the last line has no line break: the dump is cut short; expected a complete CSV "
+                     "dump, every row ending with a line break", line=lines)
 
 
 def _bad(path: Path, position: int, field: str, problem: str) -> InputError:
@@ -193,10 +213,14 @@ def read_dump(path: Path, fields: dict[str, str], job_label: str = "hpc_job",
     ddlx does not read are counted by name in `unknown`."""
     import duckdb
 
+    from ddlx.datasets.catalog import without_progress_bar
+
     path = Path(path)
     con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")
+    without_progress_bar(con)
     try:
+        if is_csv(path) and not path.name.lower().endswith(".gz"):
+            _check_whole(path)
         columns = _columns(path, con)
         missing = [c for c in REQUIRED if c not in columns]
         if missing:

@@ -59,6 +59,7 @@ from ddlx.datasets.telemetry.prometheus import (
     DEFAULT_STEP_S,
     DEFAULT_TIMEOUT_S,
     PrometheusClient,
+    PrometheusError,
     check_resolution,
     parse_duration,
     parse_time,
@@ -213,12 +214,15 @@ def import_metrics(home: Path, dataset: str, source: str | Path, *,
                    start: int | float | str | datetime | None = None, end: int | float | str | datetime | None = None,
                    step: int | str = DEFAULT_STEP_S, chunk: int | str = DEFAULT_CHUNK_S,
                    timeout: float = DEFAULT_TIMEOUT_S, retries: int = DEFAULT_RETRIES, backoff: float = 1.0,
-                   fields: Iterable[str] | None = None, job_label: str = "hpc_job",
+                   deadline: float | None = None, fields: Iterable[str] | None = None, job_label: str = "hpc_job",
                    progress: Callable[[str], None] | None = None) -> MetricsImportResult:
-    """Import the DCGM samples of `source` (a Prometheus URL or a dump file) beside `dataset` in the
-    data home `home`. Times are RFC 3339 text, Unix seconds or datetimes; `step` and `chunk` are
-    seconds or durations (`15s`, `6h`); `timeout` and `backoff` seconds. See the module docstring."""
+    """Import the DCGM samples of `source` (a Prometheus URL or a dump file) beside `dataset`, a
+    dataset of the catalog of the data home `home`. Times are RFC 3339 text, Unix seconds or
+    datetimes; `step` and `chunk` are seconds or durations (`15s`, `6h`); `timeout`, `backoff` and
+    `deadline` (the whole answer to one Prometheus query; None: `DDLX_PROMETHEUS_DEADLINE_S`, else
+    300) seconds. See the module docstring."""
     from ddlx.atomic import folder_lock
+    from ddlx.datasets.catalog import registered_dataset
     from ddlx.datasets.importers.spec import NAME_RE
 
     if not NAME_RE.match(dataset):
@@ -233,16 +237,23 @@ def import_metrics(home: Path, dataset: str, source: str | Path, *,
     if timeout <= 0:
         raise UsageError(f"--timeout: must be above 0 seconds, got {timeout}")
     url = str(source) if str(source).startswith(("http://", "https://")) else None
+    client = None
+    if url is not None:
+        if start_s is None or end_s is None:
+            raise UsageError("--prometheus needs --start and --end")
+        check_resolution(chunk_s, step_s)
+        client = PrometheusClient(url, timeout_s=timeout, retries=retries, backoff_s=backoff, deadline_s=deadline)
+    elif start_s is not None and end_s is not None and end_s <= start_s:
+        raise UsageError("--end must be after --start")
+    registered_dataset(home, dataset, remedy=f"expected the dataset the samples belong to: import its jobs first "
+                                             f"(ddlx datasets import {dataset} --from FILE, e.g. a sacct export with "
+                                             "--preset slurm), then its telemetry")
     folder = store.telemetry_folder(home, dataset)
     created = [p for p in (folder, folder.parent) if not p.exists()]
     result = MetricsImportResult(dataset, "", folder, sorted(wanted.values(), key=list(BY_NAME).index))
     run = {"started": _now()}
     try:
-        if url is not None:
-            if start_s is None or end_s is None:
-                raise UsageError("--prometheus needs --start and --end")
-            check_resolution(chunk_s, step_s)
-            client = PrometheusClient(url, timeout_s=timeout, retries=retries, backoff_s=backoff)
+        if client is not None:
             result.source = f"prometheus {client.url} step {step_s}s"
             folder.mkdir(parents=True, exist_ok=True)
             with folder_lock(folder):
@@ -252,8 +263,9 @@ def import_metrics(home: Path, dataset: str, source: str | Path, *,
             path = Path(source)
             if not path.is_file():
                 raise InputError(path, "no such file; expected an OpenMetrics, CSV or Parquet dump of DCGM samples")
-            if start_s is not None and end_s is not None and end_s <= start_s:
-                raise UsageError("--end must be after --start")
+            if path.stat().st_size == 0:
+                raise InputError(path, "the file is empty (0 bytes); expected an OpenMetrics, CSV or Parquet dump "
+                                 "of DCGM samples")
             result.source = f"file {path.resolve()}"
             folder.mkdir(parents=True, exist_ok=True)
             with folder_lock(folder):
@@ -327,7 +339,14 @@ def _from_prometheus(home: Path, dataset: str, client: PrometheusClient, wanted:
     for chunk in todo:
         a = parse_time(chunk.start, "start")
         b = parse_time(chunk.end, "end")
-        answer = read_range(client, metrics[chunk.field], chunk.field, a, b, step_s, job_label)
+        try:
+            answer = read_range(client, metrics[chunk.field], chunk.field, a, b, step_s, job_label)
+        except PrometheusError as exc:
+            kept = result.chunks_written + result.chunks_skipped
+            if kept:
+                raise PrometheusError(f"{exc}; the chunks of this import stored before it ({kept:,}) are kept: "
+                                      "run the same import again to resume") from None
+            raise
         frame = answer.samples.with_columns(pl.int_range(seq, seq + answer.samples.height, dtype=pl.Int64)
                                             .alias("_seq"), pl.lit(a, pl.Int64).alias("_key"))
         seq += frame.height
@@ -347,6 +366,20 @@ def _read_file(path: Path, wanted: dict[str, str], job_label: str, unknown: Coun
     if is_csv(path) or is_parquet(path):
         return read_dump(path, wanted, job_label, unknown)
     return read_openmetrics(path, wanted, job_label, unknown)
+
+
+def _no_samples(wanted: dict[str, str], unknown: Counter[str]) -> str:
+    """Why a dump that holds no sample of the fields asked (`wanted`: DCGM metric -> short name) is
+    refused, naming the other metrics it holds (`unknown`: samples by metric name)."""
+    if len(wanted) == len(FIELDS):
+        asked = f"any DCGM field ddlx reads ({', '.join(FIELDS)})"
+    else:
+        asked = ", ".join(f"{name} ({metric})" for metric, name in wanted.items())
+    held = ""
+    if unknown:
+        names = ", ".join(name for name, _ in unknown.most_common(3)) + (", ..." if len(unknown) > 3 else "")
+        held = f", only {sum(unknown.values()):,} samples of other metrics ({names})"
+    return f"holds no sample of {asked}{held}; expected a dump of DCGM exporter samples"
 
 
 def _from_file(home: Path, dataset: str, path: Path, wanted: dict[str, str], start_s: int | None,
@@ -393,6 +426,8 @@ def _from_file(home: Path, dataset: str, path: Path, wanted: dict[str, str], sta
             if buffered >= _SPOOL_ROWS:
                 flush()
         flush()
+        if not seq:
+            raise InputError(path, _no_samples(wanted, unknown))
         result.unknown_metrics = dict(unknown.most_common())
         result.quality["unknown_metrics"] = sum(unknown.values())
         result.quality["outside_window"] = sum(outside.values())

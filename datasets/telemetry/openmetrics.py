@@ -21,6 +21,12 @@ Accepted input (one sample per line, as `promtool tsdb dump-openmetrics` writes 
 - `# TYPE`, `# HELP`, `# UNIT` and other lines starting with `#` are read as comments; `# EOF`
   ends the input (a sample after it is an error); blank lines are skipped. The file may be
   gzip-compressed (name ending in `.gz`). An exemplar (` # {...} value`) after a sample is ignored.
+- A dump that was cut short is refused, never read in part. Every line ends with a line break
+  (only `# EOF` may go without one): a last line without one is cut. The format is told by the
+  timestamps of the samples read: OpenMetrics writes seconds, and OpenMetrics text must end with
+  `# EOF`, so a dump with a timestamp in seconds and no `# EOF` is cut. A dump whose timestamps are
+  all integer milliseconds is Prometheus text (format 0.0.4, or `promtool tsdb dump`), which has no
+  `# EOF`: it is complete when its last line is (a cut exactly at a line break cannot be told).
 - Only the lines of the DCGM fields being imported are parsed in full; lines of other metrics are
   counted by metric name (`unknown`) and not checked further, so a whole-TSDB dump can be read.
 
@@ -108,19 +114,25 @@ class SampleRows:
 def timestamp_us(text: str) -> int:
     """A timestamp of the exposition (seconds, or integer milliseconds at or above `MS_THRESHOLD`) in
     microseconds since 1970-01-01 UTC; `ValueError` if it is not a finite number."""
+    return _timestamp(text)[0]
+
+
+def _timestamp(text: str) -> tuple[int, bool]:
+    """`timestamp_us` of `text`, and whether it was written in milliseconds (Prometheus text)."""
     match = _SECONDS.fullmatch(text)
     if match:
         sign, whole, fraction = match.groups()
-        if fraction is None and int(whole) >= MS_THRESHOLD:
+        milliseconds = fraction is None and int(whole) >= MS_THRESHOLD
+        if milliseconds:
             micros = int(whole) * 1000
         else:
             digits = (fraction or "")[:7].ljust(7, "0")
             micros = int(whole) * 1_000_000 + (int(digits) + 5) // 10
-        return -micros if sign else micros
+        return -micros if sign else micros, milliseconds
     seconds = float(text)
     if not math.isfinite(seconds):
         raise ValueError(text)
-    return round(seconds * 1_000_000)
+    return round(seconds * 1_000_000), False
 
 
 def _unescape(text: str) -> str:
@@ -164,8 +176,9 @@ def metric_name(line: str) -> str | None:
     return match.group(0) if match else None
 
 
-def parse_sample(line: str) -> tuple[str, dict[str, str], float, int]:
-    """(metric, labels, value, time in microseconds) of one sample line; `ValueError` naming the part."""
+def parse_sample(line: str) -> tuple[str, dict[str, str], float, int, bool]:
+    """(metric, labels, value, time in microseconds, whether the time was written in milliseconds) of
+    one sample line; `ValueError` naming the part."""
     name = metric_name(line)
     pos = len(name) if name else 0
     labels: dict[str, str] = {}
@@ -192,10 +205,10 @@ def parse_sample(line: str) -> tuple[str, dict[str, str], float, int]:
     except ValueError:
         raise ValueError(f"value {parts[0]!r} is not a number (expected a float, NaN, +Inf or -Inf)") from None
     try:
-        time_us = timestamp_us(parts[1])
+        time_us, milliseconds = _timestamp(parts[1])
     except ValueError:
         raise ValueError(f"timestamp {parts[1]!r} is not a number of seconds (or integer milliseconds)") from None
-    return name, labels, value, time_us
+    return name, labels, value, time_us, milliseconds
 
 
 def _open_text(path: Path) -> io.TextIOBase:
@@ -209,13 +222,19 @@ def read_openmetrics(path: Path, fields: dict[str, str], job_label: str = "hpc_j
     """Yield the samples of `path` whose metric is a key of `fields` (DCGM metric -> short name to
     store), in input order, as frames of the stored columns of at most `batch_rows` rows. Samples
     of metrics ddlx does not read are counted by name in `unknown` (fields left out on purpose are
-    not). A malformed line is an `InputError` naming the file, the line and the part."""
+    not). A malformed line, and a dump cut short, are an `InputError` naming the file, the line and
+    the part; the dump is known to be whole only at its end, so the last frame may be followed by
+    that error."""
     path = Path(path)
     rows = SampleRows(job_label)
     ended = 0
+    number = 0
+    in_seconds = 0  # the first line whose timestamp is in seconds: the dump is OpenMetrics
+    broken = False  # whether the latest line has no line break
     try:
         with _open_text(path) as handle:
             for number, line in enumerate(handle, start=1):
+                broken = not line.endswith("\n")
                 line = line.rstrip("\n").rstrip("\r")
                 if not line.strip():
                     continue
@@ -232,9 +251,11 @@ def read_openmetrics(path: Path, fields: dict[str, str], job_label: str = "hpc_j
                         unknown[name] += 1
                     continue
                 try:
-                    metric, labels, value, time_us = parse_sample(line)
+                    metric, labels, value, time_us, milliseconds = parse_sample(line)
                 except ValueError as exc:
-                    raise InputError(path, str(exc), line=number) from None
+                    raise InputError(path, _cut(str(exc), broken), line=number) from None
+                if not milliseconds and not in_seconds:
+                    in_seconds = number
                 field = fields.get(metric)
                 if field is None:
                     if metric not in FIELDS and unknown is not None:
@@ -249,5 +270,17 @@ def read_openmetrics(path: Path, fields: dict[str, str], job_label: str = "hpc_j
     except (gzip.BadGzipFile, EOFError) as exc:
         raise InputError(path, f"not a complete gzip file ({exc}); expected gzip-compressed OpenMetrics text") \
             from None
+    if broken and not ended:
+        raise InputError(path, "the last line has no line break: the dump is cut short; expected a complete dump "
+                         "(OpenMetrics text ends with '# EOF')", line=number)
+    if in_seconds and not ended:
+        raise InputError(path, f"no '# EOF' after the last line: OpenMetrics text (timestamps in seconds, as on line "
+                         f"{in_seconds}) ends with a '# EOF' line, so the dump is cut short; expected the complete "
+                         "dump", line=number)
     if len(rows):
         yield rows.frame()
+
+
+def _cut(problem: str, broken: bool) -> str:
+    """`problem` of a malformed line, saying so when it is the last line and has no line break."""
+    return f"{problem} (the line has no line break: the dump is cut short)" if broken else problem

@@ -23,6 +23,10 @@ LEVELS: tuple[float, ...] = (0.9, 0.95, 1.0)
 CURVE_LEVELS: tuple[float, ...] = tuple(round(0.5 + i / 100, 2) for i in range(51))
 #: The policy whose gain the experiment states, and the policies it is compared with.
 GAIN_POLICY = "fgd"
+#: The file every placement results folder holds: what marks a folder as one ddlx wrote.
+EXPERIMENT_FILE = "experiment.json"
+RESULTS_FOLDER = "placement results folder"
+WRITING = "writing the placement results"
 
 
 @dataclass
@@ -103,19 +107,28 @@ def gain_of(curves: pl.DataFrame, gpus: int | None) -> dict[str, Any]:
             "cut_gpus": (top["best"] - top["own"]) * gpus if gpus else None}
 
 
+def check_experiment_folder(out_dir: Path) -> None:
+    """Before the runs: `StorageError` when the results could not be written as the folder `out_dir`
+    (`ddlx.outputs.check_output_folder`: a file, a non-empty folder without `experiment.json`, or a
+    location where no folder can be made)."""
+    from ddlx.outputs import check_output_folder
+
+    check_output_folder(Path(out_dir), (EXPERIMENT_FILE,), RESULTS_FOLDER, WRITING)
+
+
 def write_experiment(experiment: PlacementExperiment, out_dir: Path) -> list[Path]:
     """Write `steps.parquet`, `curves.parquet`, `summary.parquet` and `experiment.json` as the folder
-    `out_dir`, replaced whole (`ddlx.atomic.replace_folder`)."""
-    from ddlx.atomic import replace_folder, write_parquet_file
-    from ddlx.errors import storage_errors
+    `out_dir`, replaced whole (`ddlx.outputs.write_output_folder`: an existing `out_dir` must be
+    empty or hold `experiment.json`)."""
+    from ddlx.atomic import write_parquet_file
+    from ddlx.outputs import write_output_folder
 
     def build(folder: Path) -> list[Path]:
-        folder.mkdir(parents=True, exist_ok=True)
         for name, frame in (("steps", experiment.steps), ("curves", experiment.curves),
                             ("summary", experiment.summary)):
             write_parquet_file(frame, folder / f"{name}.parquet")
-        (folder / "experiment.json").write_text(json.dumps(experiment.to_dict(), indent=2, default=str) + "\n")
+        (folder / EXPERIMENT_FILE).write_text(json.dumps(experiment.to_dict(), indent=2, default=str) + "\n")
         return sorted(p.relative_to(folder) for p in folder.iterdir())
 
-    with storage_errors(out_dir, "writing the placement results"):
-        return [out_dir / p for p in replace_folder(Path(out_dir), build)]
+    written = write_output_folder(Path(out_dir), (EXPERIMENT_FILE,), build, RESULTS_FOLDER, WRITING)
+    return [Path(out_dir) / p for p in written]

@@ -52,26 +52,39 @@ How a canonical job becomes a job object (each rule is also in the export's loss
   has an empty detail;
 - vc and user: JSON null when the dataset has none (the loaders keep them as labels only).
 
-The import preset `philly-json` reads such a file from any source (`convert_job_log`): one row per job
+The import preset `philly-json` reads such a file from any source (`convert_job_log`) through the Philly
+ingest's own parser of the log (`reader.raw_job_log`), so both refuse the same shapes (a GPU entry that is
+not a string, such as a nested list; a key twice; nesting too deep; ...): one row per job
 with job_id, user, vc, status, submit, start (earliest start of any attempt), end (end of the last
 attempt), gpus and instances (of the attempt with most GPUs, the earliest on a tie: Philly's reader's
-rule) and attempts (how many), times as the text written, read in the import's `--tz`.
+rule, counted by the ingest's expressions) and attempts (how many), times as the text written, read in
+the import's `--tz`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import duckdb
 import polars as pl
 
 from ddlx.datasets.export.jobs import ExportRequest, write_text
 from ddlx.datasets.export.model import ExportError, ExportFormat, LossReport, Written
 from ddlx.datasets.importers.presets import Preset
+from ddlx.datasets.sqltext import copy_to_parquet, quote_identifier
+from ddlx.datasets.traces.philly.reader import (
+    WALL_CLOCK_FORMAT,
+    check_times,
+    detail_gpus_sql,
+    detail_machines_sql,
+    missing_time_sql,
+    raw_job_log,
+    wall_clock_sql,
+)
 from ddlx.datasets.traces.philly.release import RELEASE as PHILLY
 from ddlx.errors import InputError
 
@@ -84,10 +97,8 @@ STATUS: dict[str, str] = {"completed": "Pass", "cancelled": "Killed", "failed": 
 #: Status word -> canonical state (for `--option unknown_status`).
 STATE_OF: dict[str, str] = {word: state for state, word in STATUS.items()}
 #: Wall-clock format of every time, and the text of a missing time.
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+TIME_FORMAT = WALL_CLOCK_FORMAT
 MISSING = "None"
-#: Texts read as a missing time (besides JSON null), as Philly's own parser reads them.
-MISSING_TIMES: tuple[str, ...] = ("", "None")
 #: GPUs of one placeholder machine (the largest machines of the Philly cluster have 8).
 GPUS_PER_MACHINE = 8
 PLACEHOLDER = "placeholder"
@@ -272,104 +283,55 @@ EXPORT_FORMATS: tuple[ExportFormat, ...] = (ExportFormat(
 
 # -- import --------------------------------------------------------------------------------
 
-#: Columns of the table the converter writes, with their Arrow types.
+#: Columns of the table the converter writes, with their DuckDB types.
 CONVERTED_COLUMNS: dict[str, str] = {
-    "job_id": "string", "user": "string", "vc": "string", "status": "string", "submit": "string",
-    "start": "string", "end": "string", "gpus": "int64", "instances": "int64", "attempts": "int64"}
+    "job_id": "VARCHAR", "user": "VARCHAR", "vc": "VARCHAR", "status": "VARCHAR", "submit": "VARCHAR",
+    "start": "VARCHAR", "end": "VARCHAR", "gpus": "BIGINT", "instances": "BIGINT", "attempts": "BIGINT"}
 _EXPECTED_TIME = "'YYYY-MM-DD HH:MM:SS', or null, \"\" or \"None\" when missing"
 
 
-def _time(value: Any, display: str, where: str, field: str) -> tuple[str | None, datetime | None]:
-    """A time of the job log as (text, parsed), (None, None) when missing; `InputError` otherwise."""
-    if value is None or (isinstance(value, str) and value.strip() in MISSING_TIMES):
-        return None, None
-    if isinstance(value, str):
-        try:
-            return value.strip(), datetime.strptime(value.strip(), TIME_FORMAT)
-        except ValueError:
-            pass
-    raise InputError(display, f"{where}: {field} {value!r}; expected {_EXPECTED_TIME}", field=field)
+def converted_sql(raw: str) -> str:
+    """The converted table (`CONVERTED_COLUMNS`, one row per job) of the job-log table `raw` that
+    `reader.raw_job_log` read: start = the text of the earliest start of any attempt, end = the
+    last attempt's end, gpus and instances of the attempt with most GPUs (the earliest on a tie),
+    counted by the ingest's own expressions (`detail_gpus_sql`, `detail_machines_sql`)."""
+    def time(value: str) -> str:
+        return f"CASE WHEN {missing_time_sql(value)} THEN NULL ELSE {value} END"
 
-
-def _text(value: Any, display: str, where: str, field: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise InputError(display, f"{where}: {field} {value!r}; expected text or null", field=field)
-
-
-def _list(value: Any, display: str, where: str, field: str) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, list):
-        return value
-    raise InputError(display, f"{where}: {field} is {type(value).__name__}; expected a list", field=field)
-
-
-def _job_row(index: int, job: Any, display: str) -> dict[str, Any]:
-    """One job object as a row of the converted table."""
-    if not isinstance(job, dict):
-        raise InputError(display, f"job {index + 1} of the array: is {type(job).__name__}; expected a job object",
-                         field="jobid")
-    jobid = job.get("jobid")
-    if not isinstance(jobid, str) or not jobid.strip():
-        raise InputError(display, f"job {index + 1} of the array: jobid {jobid!r}; expected the job's id as text",
-                         field="jobid")
-    where = f"job {jobid}"
-    submit, _ = _time(job.get("submitted_time"), display, where, "submitted_time")
-    starts: list[tuple[datetime, str]] = []
-    end = None
-    largest: tuple[int, int] = (0, 0)  # (GPUs, machines) of the attempt with most GPUs, earliest on a tie
-    attempts = _list(job.get("attempts"), display, where, "attempts")
-    for number, attempt in enumerate(attempts, 1):
-        at = f"{where}, attempt {number}"
-        if not isinstance(attempt, dict):
-            raise InputError(display, f"{at}: is {type(attempt).__name__}; expected an attempt object",
-                             field="attempts")
-        start_text, start = _time(attempt.get("start_time"), display, at, "start_time")
-        end, _ = _time(attempt.get("end_time"), display, at, "end_time")
-        if start is not None and start_text is not None:
-            starts.append((start, start_text))
-        machines: set[str] = set()
-        gpus = 0
-        for entry in _list(attempt.get("detail"), display, at, "detail"):
-            if not isinstance(entry, dict):
-                raise InputError(display, f"{at}: a detail entry is {type(entry).__name__}; expected "
-                                          "{ip, gpus}", field="detail")
-            gpus += len(_list(entry.get("gpus"), display, at, "gpus"))
-            machines.add(str(entry.get("ip")))
-        if gpus > largest[0]:
-            largest = (gpus, len(machines))
-    return {"job_id": jobid.strip(), "user": _text(job.get("user"), display, where, "user"),
-            "vc": _text(job.get("vc"), display, where, "vc"),
-            "status": _text(job.get("status"), display, where, "status"), "submit": submit,
-            "start": min(starts)[1] if starts else None, "end": end,
-            "gpus": largest[0], "instances": largest[1], "attempts": len(attempts)}
+    attempts = "coalesce(attempts, [])"
+    gpus = f"[{detail_gpus_sql('a.detail')} FOR a IN {attempts}]"
+    machines = f"[{detail_machines_sql('a.detail')} FOR a IN {attempts}]"
+    starts = (f"[struct_pack(at := {wall_clock_sql('a.start_time')}, text := a.start_time) FOR a IN {attempts} "
+              f"IF NOT {missing_time_sql('a.start_time')}]")
+    return f"""
+SELECT jobid AS job_id, "user", vc, status, {time('submitted_time')} AS submit,
+       list_sort(starts)[1].text AS "start",
+       {time(f'{attempts}[len({attempts})].end_time')} AS "end",
+       CAST(coalesce(list_max(gpus), 0) AS BIGINT) AS gpus,
+       CAST(coalesce(machines[list_position(gpus, list_max(gpus))], 0) AS BIGINT) AS instances,
+       CAST(len({attempts}) AS BIGINT) AS attempts
+FROM (SELECT *, {gpus} AS gpus, {machines} AS machines, {starts} AS starts FROM {raw})
+"""
 
 
 def convert_job_log(source: Path, display: str, out: Path) -> None:
-    """Read a Philly-format job log (JSON array) `source` (named `display` in messages) and write one row
-    per job to the Parquet file `out` (columns `CONVERTED_COLUMNS`); `InputError` for bad input."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+    """Read a Philly-format job log (JSON array) `source` (named `display` in messages) through the
+    Philly reader's parser (`reader.raw_job_log`, the ingest's) and write one row per job to the
+    Parquet file `out` (columns `CONVERTED_COLUMNS`); `InputError` for bad input, naming the job,
+    attempt and key. Statuses are left to the importer's state words; times must be
+    `YYYY-MM-DD HH:MM:SS` (read in the import's `--tz`; the importer checks their range)."""
+    con = duckdb.connect()
     try:
-        text = Path(source).read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(display, f"is not UTF-8 text (byte {exc.start}); expected a JSON array of jobs") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(display, f"is not JSON ({exc.msg}, column {exc.colno}); expected a JSON array of jobs",
-                         line=exc.lineno) from None
-    if not isinstance(data, list):
-        raise InputError(display, f"holds a JSON {type(data).__name__}; expected a JSON array of jobs")
-    if not data:
-        raise InputError(display, "holds an empty JSON array; expected at least one job object")
-    rows = [_job_row(index, job, display) for index, job in enumerate(data)]
-    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in CONVERTED_COLUMNS.items()])
-    table = pa.Table.from_pylist(rows, schema=schema)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, out)
+        with raw_job_log(con, Path(source), display) as raw:
+            if not con.execute(f"SELECT count(*) FROM {raw}").fetchall()[0][0]:
+                raise InputError(display, "holds an empty JSON array; expected at least one job object")
+            check_times(con, raw, display, _EXPECTED_TIME)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            typed = ", ".join(f"CAST({quote_identifier(name)} AS {kind}) AS {quote_identifier(name)}"
+                              for name, kind in CONVERTED_COLUMNS.items())
+            copy_to_parquet(con, f"SELECT {typed} FROM ({converted_sql(raw)})", out)
+    finally:
+        con.close()
 
 
 IMPORT_PRESETS: tuple[Preset, ...] = (Preset(

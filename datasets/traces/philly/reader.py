@@ -12,7 +12,11 @@ Format of `cluster_job_log` (declared in `JOB_LOG_JSON_COLUMNS`): one JSON array
   null, `""` and the string `"None"` all mean missing (`MISSING_TIME_MARKERS`);
 - `detail` lists the machines (`ip`, e.g. `m47`) of an attempt and the GPUs it used on each
   (`gpus`, e.g. `["gpu0", "gpu1"]`). A job may have no attempt; an attempt may lack its start
-  and/or end; a last attempt without end was still running when the trace was cut.
+  and/or end; a last attempt without end was still running when the trace was cut;
+- any other shape is bad input, named by job, attempt, detail entry and key (`raw_job_log`, the one
+  parser of the log, which the import preset `philly-json` reads it with too): a GPU that is not a
+  string (a nested list, a number, null), an attempt or a detail entry that is not an object, a key
+  written twice, text keys that are not strings, nesting deeper than `ddlx.jsontext.MAX_JSON_DEPTH`.
 
 Format of the utilisation files (declared in `UTIL_FORMATS`), one row per machine and minute,
 with a header line:
@@ -58,9 +62,10 @@ How a job becomes a canonical row (table `philly_jobs`, from `philly_job_log` al
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -85,6 +90,7 @@ from ddlx.datasets.timezones import utc_from_offset_sql, utc_from_zone_sql
 from ddlx.datasets.traces.philly.release import RELEASE as PHILLY
 from ddlx.datasets.validation import Check, Figure
 from ddlx.errors import InputError, first_line
+from ddlx.jsontext import JsonTooDeepError, load_json
 
 TRACE = "philly"
 
@@ -259,10 +265,23 @@ SELECT jobid,
        start_local,
        end_local,
        [d.ip FOR d IN detail] AS machines,
-       CAST(len(list_distinct([d.ip FOR d IN detail])) AS INTEGER) AS num_machines,
-       CAST(coalesce(list_sum([len(coalesce(d.gpus, [])) FOR d IN detail]), 0) AS INTEGER) AS num_gpus
+       {detail_machines_sql('detail')} AS num_machines,
+       {detail_gpus_sql('detail')} AS num_gpus
 FROM resolved
 """
+
+
+def detail_gpus_sql(detail: str) -> str:
+    """SQL: the GPUs of an attempt whose `detail` (a list of {ip, gpus}, NULL for none) is given:
+    the entries of its gpus lists, as INTEGER. The ingest's attempts and the import preset's jobs
+    count them with this one expression."""
+    return f"CAST(coalesce(list_sum([len(coalesce(d.gpus, [])) FOR d IN coalesce({detail}, [])]), 0) AS INTEGER)"
+
+
+def detail_machines_sql(detail: str) -> str:
+    """SQL: the machines of an attempt whose `detail` is given: its distinct ips (a null ip is no
+    machine), as INTEGER."""
+    return f"CAST(len(list_distinct([d.ip FOR d IN coalesce({detail}, [])])) AS INTEGER)"
 
 
 def repeated_hour_sql(utc: str, local: str, tz: str = SOURCE_TZ) -> str:
@@ -364,11 +383,12 @@ def _not_text_sql(value: str) -> str:
 
 
 def _job_type_problem_sql() -> str:
-    """Counts the jobs holding a leaf of the wrong JSON type (see `JOB_LOG_JSON_COLUMNS`)."""
+    """Counts the jobs holding a leaf of the wrong JSON type (see `JOB_LOG_JSON_COLUMNS`), or a null
+    where an attempt, a detail entry or a GPU name belongs."""
     attempt_bad = " OR ".join(_not_text_sql(f"a.{key}") for key in ATTEMPT_TIME_KEYS)
     gpu_bad = f"len([1 FOR g IN coalesce(d.gpus, []) IF g IS NULL OR {_not_text_sql('g')}]) > 0"
-    detail_bad = f"len([1 FOR d IN coalesce(a.detail, []) IF {_not_text_sql('d.ip')} OR {gpu_bad}]) > 0"
-    nested = f"len([1 FOR a IN coalesce(attempts, []) IF {attempt_bad} OR {detail_bad}]) > 0"
+    detail_bad = f"len([1 FOR d IN coalesce(a.detail, []) IF d IS NULL OR {_not_text_sql('d.ip')} OR {gpu_bad}]) > 0"
+    nested = f"len([1 FOR a IN coalesce(attempts, []) IF a IS NULL OR {attempt_bad} OR {detail_bad}]) > 0"
     keys = " OR ".join(_not_text_sql(quote_identifier(key)) for key in JOB_TEXT_KEYS)
     return f"SELECT count(*) FROM {_RAW_JSON} WHERE {keys} OR {nested}"
 
@@ -382,10 +402,20 @@ def _job_text_sql() -> str:
     return f"SELECT {keys}, {attempts} AS attempts FROM {_RAW_JSON}"
 
 
-def load_job_log(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Path) -> LoadResult:
-    """Read the JSON job log into `out_path` (Parquet); `InputError` for malformed JSON, a job
-    without jobid, an unknown status, an unreadable time or an attempt ending before it starts."""
-    path, display = local.local_path, local.part.display
+@contextlib.contextmanager
+def raw_job_log(con: duckdb.DuckDBPyConnection, path: Path, display: str) -> Iterator[str]:
+    """Read the job log at `path` (named `display` in messages) into a temporary table and yield its
+    name; the table is dropped afterwards. The one parser of the format: the ingest (`load_job_log`)
+    and the import preset `philly-json` (`formats.convert_job_log`) both read the log through it.
+
+    The table has the job's text keys (`JOB_TEXT_KEYS`, as text) and `attempts`, a list of
+    {start_time, end_time, detail: [{ip, gpus: [text]}]}, every leaf as written. `InputError` for an
+    empty or unclosed array, malformed JSON, nesting deeper than `MAX_JSON_DEPTH`, a key twice in
+    one object, a value of another JSON type than the format's (a number, an array or an object
+    where text belongs; attempts, detail or gpus that are no array; an attempt or a detail entry
+    that is no object; a GPU name that is not a string, e.g. a nested list), and a job without a
+    jobid. Unknown keys are not read.
+    """
     _require_closed_json_array(path, display)
     columns = "{" + ", ".join(f"{sql_string(k)}: {sql_string(v)}" for k, v in JOB_LOG_JSON_COLUMNS.items()) + "}"
     try:
@@ -399,25 +429,36 @@ def load_job_log(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Pat
     finally:
         con.execute(f"DROP TABLE IF EXISTS {_RAW_JSON}")
     try:
-        _check_raw_jobs(con, display)
-        typed_attempts = (
-            "[struct_pack(start_time := " + wall_clock_sql("a.start_time") + ", end_time := "
-            + wall_clock_sql("a.end_time") + ", detail := a.detail) FOR a IN coalesce(attempts, [])]"
-        )
-        rows = copy_to_parquet(con, f"""
-            SELECT jobid, "user", vc, status,
-                   {utc_from_zone_sql(wall_clock_sql('submitted_time'), SOURCE_TZ)} AS submitted_time,
-                   CAST(len(coalesce(attempts, [])) AS INTEGER) AS num_attempts,
-                   {typed_attempts} AS attempts
-            FROM {_RAW_JOBS}""", out_path)
-        if rows == 0:
-            raise InputError(display, "holds an empty JSON array; expected at least one job object")
-        _check_attempt_order(con, out_path, display)
-    except InputError:
-        out_path.unlink(missing_ok=True)
-        raise
+        _check_job_ids(con, path, display)
+        yield _RAW_JOBS
     finally:
         con.execute(f"DROP TABLE IF EXISTS {_RAW_JOBS}")
+
+
+def load_job_log(con: duckdb.DuckDBPyConnection, local: LocalPart, out_path: Path) -> LoadResult:
+    """Read the JSON job log into `out_path` (Parquet); `InputError` for what `raw_job_log`
+    refuses, an unknown status, an unreadable time or an attempt ending before it starts."""
+    path, display = local.local_path, local.part.display
+    with raw_job_log(con, path, display) as raw:
+        try:
+            check_statuses(con, raw, display)
+            check_times(con, raw, display, _EXPECTED_JOB_TIME, JOB_TIME_RANGE)
+            typed_attempts = (
+                "[struct_pack(start_time := " + wall_clock_sql("a.start_time") + ", end_time := "
+                + wall_clock_sql("a.end_time") + ", detail := a.detail) FOR a IN coalesce(attempts, [])]"
+            )
+            rows = copy_to_parquet(con, f"""
+                SELECT jobid, "user", vc, status,
+                       {utc_from_zone_sql(wall_clock_sql('submitted_time'), SOURCE_TZ)} AS submitted_time,
+                       CAST(len(coalesce(attempts, [])) AS INTEGER) AS num_attempts,
+                       {typed_attempts} AS attempts
+                FROM {raw}""", out_path)
+            if rows == 0:
+                raise InputError(display, "holds an empty JSON array; expected at least one job object")
+            _check_attempt_order(con, out_path, display)
+        except InputError:
+            out_path.unlink(missing_ok=True)
+            raise
     return LoadResult(rows=int(rows))
 
 
@@ -469,29 +510,42 @@ def constant_position(text: str) -> tuple[int, int]:
     return 1, 1
 
 
-def json_problem(path: Path, display: str, detail: str) -> InputError:
-    """Error path of the job log: read it with Python's json module (strictly: no NaN or Infinity)
-    to name the line (malformed JSON) or the job and key (valid JSON of the wrong shape) that
-    DuckDB could not read."""
-    expected = "expected one JSON array of job objects"
+_EXPECTED_ARRAY = "expected one JSON array of job objects"
+
+
+def _parse_strictly(path: Path, display: str) -> Any:
+    """The job log parsed by Python's json module (error path only): strictly (no NaN or Infinity,
+    nesting bounded by `MAX_JSON_DEPTH`, duplicated keys remembered); `InputError` naming the line
+    and column of malformed JSON."""
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
-        data = json.loads(text, object_pairs_hook=_json_object, parse_constant=_refuse_constant)
+        return load_json(text, object_pairs_hook=_json_object, parse_constant=_refuse_constant)
     except UnicodeDecodeError:
         found = first_invalid_utf8(path)
         if found is None:
-            return InputError(display, NOT_UTF8)
+            raise InputError(display, NOT_UTF8) from None
         line, column, _ = found
-        return InputError(display, f"at column {column}: {NOT_UTF8}", line=line)
+        raise InputError(display, f"at column {column}: {NOT_UTF8}", line=line) from None
+    except JsonTooDeepError as exc:
+        raise InputError(display, f"at column {exc.colno}: {exc.msg}; {_EXPECTED_ARRAY}", line=exc.lineno) from None
     except json.JSONDecodeError as exc:
-        return InputError(display, f"malformed JSON at column {exc.colno} ({exc.msg}); {expected}", line=exc.lineno)
+        raise InputError(display, f"malformed JSON at column {exc.colno} ({exc.msg}); {_EXPECTED_ARRAY}",
+                         line=exc.lineno) from None
     except _NonStandardConstant as exc:
         line, column = constant_position(text)
-        return InputError(display, f"malformed JSON at column {column} ({exc} is not a JSON value); {expected}",
-                          line=line)
-    except RecursionError:
-        return InputError(display, f"JSON nested too deeply to read (arrays or objects within each other); {expected}")
+        raise InputError(display, f"malformed JSON at column {column} ({exc} is not a JSON value); "
+                                  f"{_EXPECTED_ARRAY}", line=line) from None
+
+
+def json_problem(path: Path, display: str, detail: str) -> InputError:
+    """Error path of the job log: read it with Python's json module (`_parse_strictly`) to name the
+    line (malformed JSON) or the job, attempt, detail entry and key (valid JSON of the wrong shape)
+    that DuckDB could not read."""
+    try:
+        data = _parse_strictly(path, display)
+    except InputError as error:
+        return error
     found = _first_shape_problem(data)
     if found is not None:
         field, problem = found
@@ -510,7 +564,7 @@ def _kind(value: Any) -> str:
 def _first_shape_problem(data: Any) -> tuple[str | None, str] | None:
     """The first place where the parsed job log departs from `JOB_LOG_JSON_COLUMNS`: (key, problem)."""
     if not isinstance(data, list):
-        return None, f"the top level is {_kind(data)}; expected one JSON array of job objects"
+        return None, f"the top level is {_kind(data)}; {_EXPECTED_ARRAY}"
 
     def scalar_problem(where: str, obj: dict[str, Any], keys: Sequence[str]) -> tuple[str, str] | None:
         for key in keys:
@@ -518,19 +572,29 @@ def _first_shape_problem(data: Any) -> tuple[str | None, str] | None:
                 return key, f"{where}: {key} is {_kind(obj[key])}; expected a string (or null)"
         return None
 
-    def object_problem(where: str, obj: Any) -> tuple[str | None, str] | None:
+    def object_problem(where: str, obj: Any, key: str | None) -> tuple[str | None, str] | None:
         if not isinstance(obj, dict):
-            return None, f"{where} is {_kind(obj)}; expected an object"
+            return key, f"{where} is {_kind(obj)}; expected an object"
         duplicates = getattr(obj, "duplicate_keys", ())
         if duplicates:
             return duplicates[0], f"{where} has the key {duplicates[0]!r} twice; expected each key once"
+        return None
+
+    def gpus_problem(where: str, gpus: Any) -> tuple[str, str] | None:
+        shown = json.dumps(gpus)[:60]
+        if not isinstance(gpus, list):
+            return "gpus", f"{where}: gpus is {_kind(gpus)} ({shown}); expected an array of GPU names"
+        for number, gpu in enumerate(gpus, 1):
+            if not isinstance(gpu, str):
+                return "gpus", (f"{where}: GPU {number} of gpus {shown} is {_kind(gpu)}; expected a GPU name "
+                                "(a string such as \"gpu0\")")
         return None
 
     for index, job in enumerate(data, 1):
         where = f"job number {index} of the array"
         if isinstance(job, dict) and isinstance(job.get("jobid"), str):
             where = f"job {job['jobid']}"
-        found = object_problem(where, job) or scalar_problem(where, job, JOB_TEXT_KEYS)
+        found = object_problem(where, job, None) or scalar_problem(where, job, JOB_TEXT_KEYS)
         if found:
             return found
         attempts = job.get("attempts")
@@ -540,7 +604,7 @@ def _first_shape_problem(data: Any) -> tuple[str | None, str] | None:
             return "attempts", f"{where}: attempts is {_kind(attempts)}; expected an array of attempts"
         for number, attempt in enumerate(attempts, 1):
             at = f"{where}, attempt {number}"
-            found = object_problem(at, attempt) or scalar_problem(at, attempt, ATTEMPT_TIME_KEYS)
+            found = object_problem(at, attempt, "attempts") or scalar_problem(at, attempt, ATTEMPT_TIME_KEYS)
             if found:
                 return found
             detail = attempt.get("detail")
@@ -548,14 +612,15 @@ def _first_shape_problem(data: Any) -> tuple[str | None, str] | None:
                 continue
             if not isinstance(detail, list):
                 return "detail", f"{at}: detail is {_kind(detail)}; expected an array of {{ip, gpus}} objects"
-            for entry in detail:
-                found = object_problem(f"{at}, detail entry", entry) or scalar_problem(at, entry, ("ip",))
+            for place, entry in enumerate(detail, 1):
+                entry_at = f"{at}, detail entry {place}"
+                found = object_problem(entry_at, entry, "detail") or scalar_problem(entry_at, entry, ("ip",))
                 if found:
                     return found
-                gpus = entry.get("gpus")
-                if gpus is not None and (not isinstance(gpus, list)
-                                         or any(not isinstance(g, str) for g in gpus)):
-                    return "gpus", f"{at}: gpus is {json.dumps(gpus)[:60]}; expected an array of GPU names"
+                if entry.get("gpus") is not None:
+                    found = gpus_problem(entry_at, entry["gpus"])
+                    if found:
+                        return found
     return None
 
 
@@ -564,44 +629,53 @@ def _first_row(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...] | No
     return rows[0] if rows else None
 
 
-def _check_raw_jobs(con: duckdb.DuckDBPyConnection, display: str) -> None:
-    """Job-level bad input, found in SQL on the raw rows; the first job by jobid is named."""
-    row = _first_row(con, f"SELECT \"user\", submitted_time FROM {_RAW_JOBS} "
-                          "WHERE jobid IS NULL OR jobid = '' ORDER BY submitted_time")
-    if row is not None:
-        raise InputError(display, f"a job has no jobid (user {row[0]!r}, submitted_time {row[1]!r}); "
-                         "expected every job to have one", field="jobid")
-    row = _first_row(con, f"SELECT jobid, status FROM {_RAW_JOBS} "
+def _check_job_ids(con: duckdb.DuckDBPyConnection, path: Path, display: str) -> None:
+    """`InputError` naming the first job of the array (its number, user and submitted_time) without
+    a jobid (missing, null or blank), or that is no object."""
+    if _first_row(con, f"SELECT 1 FROM {_RAW_JOBS} WHERE jobid IS NULL OR trim(jobid) = ''") is None:
+        return
+    for number, job in enumerate(_parse_strictly(path, display), 1):
+        if not isinstance(job, dict):
+            raise InputError(display, f"job number {number} of the array is {_kind(job)}; expected a job object")
+        jobid = job.get("jobid")
+        if jobid is None or not jobid.strip():
+            raise InputError(display, f"a job has no jobid: job {number} of the array (user {job.get('user')!r}, "
+                                      f"submitted_time {job.get('submitted_time')!r}); expected every job to have "
+                                      "its id as text", field="jobid")
+    raise InputError(display, "a job has no jobid; expected every job to have its id as text", field="jobid")
+
+
+def check_statuses(con: duckdb.DuckDBPyConnection, raw: str, display: str) -> None:
+    """`InputError` naming the first job (by jobid) of the job-log table `raw` whose status is not
+    one of `STATUSES`."""
+    row = _first_row(con, f"SELECT jobid, status FROM {raw} "
                           f"WHERE status IS NULL OR status NOT IN ({_sql_list(STATUSES)}) ORDER BY jobid")
     if row is not None:
         raise InputError(display, f"job {row[0]}: status {row[1]!r}; expected one of {', '.join(STATUSES)}",
                          field="status")
-    fmt = sql_string(WALL_CLOCK_FORMAT)
-    row = _first_row(con, f"SELECT jobid, submitted_time FROM {_RAW_JOBS} "
-                          f"WHERE NOT {missing_time_sql('submitted_time')} "
-                          f"AND try_strptime(submitted_time, {fmt}) IS NULL ORDER BY jobid")
-    if row is not None:
-        raise InputError(display, f"job {row[0]}: submitted_time {row[1]!r}; expected {_EXPECTED_JOB_TIME}",
-                         field="submitted_time")
-    outside = JOB_TIME_RANGE.outside_sql(f"try_strptime(submitted_time, {fmt})")
-    row = _first_row(con, f"SELECT jobid, submitted_time FROM {_RAW_JOBS} WHERE {outside} ORDER BY jobid")
-    if row is not None:
-        raise InputError(display, f"job {row[0]}: submitted_time {row[1]!r} is outside the accepted range "
-                         f"{JOB_TIME_RANGE.describe()}", field="submitted_time")
-    for key in ATTEMPT_TIME_KEYS:
-        row = _first_row(con, f"""
-            SELECT jobid, attempt, a.{key} AS value, try_strptime(value, {fmt}) IS NOT NULL AS readable FROM (
-                SELECT jobid, unnest(attempts) AS a, generate_subscripts(attempts, 1) AS attempt
-                FROM {_RAW_JOBS})
-            WHERE NOT {missing_time_sql('value')} AND (try_strptime(value, {fmt}) IS NULL
-                OR {JOB_TIME_RANGE.outside_sql(f"try_strptime(value, {fmt})")})
-            ORDER BY jobid, attempt""")
-        if row is not None:
-            expected = (f"is outside the accepted range {JOB_TIME_RANGE.describe()}" if row[3]
-                        else f"; expected {_EXPECTED_JOB_TIME}")
-            raise InputError(display, f"job {row[0]}, attempt {row[1]}: "
-                                      f"{key} {row[2]!r}{' ' if row[3] else ''}{expected}",
-                             field=key)
+
+
+def check_times(con: duckdb.DuckDBPyConnection, raw: str, display: str, expected: str,
+                accepted: ValueRange | None = None) -> None:
+    """`InputError` naming the first job (by jobid) of the job-log table `raw` whose submitted_time,
+    or an attempt's start_time or end_time, is neither missing (null or `MISSING_TIME_MARKERS`) nor a
+    time `WALL_CLOCK_FORMAT` reads (`expected` says what is), or lies outside `accepted`."""
+    parsed = f"try_strptime(value, {sql_string(WALL_CLOCK_FORMAT)})"
+    outside = accepted.outside_sql(parsed) if accepted is not None else "false"
+    unnested = f"(SELECT jobid, unnest(attempts) AS a, generate_subscripts(attempts, 1) AS attempt FROM {raw})"
+    sources = {"submitted_time": f"SELECT jobid, CAST(NULL AS BIGINT) AS attempt, submitted_time AS value FROM {raw}",
+               **{key: f"SELECT jobid, attempt, a.{key} AS value FROM {unnested}" for key in ATTEMPT_TIME_KEYS}}
+    for key, values in sources.items():
+        row = _first_row(con, f"SELECT jobid, attempt, value, {parsed} IS NOT NULL AS readable FROM ({values}) "
+                              f"WHERE NOT {missing_time_sql('value')} AND ({parsed} IS NULL OR {outside}) "
+                              "ORDER BY jobid, attempt")
+        if row is None:
+            continue
+        jobid, attempt, value, readable = row
+        where = f"job {jobid}" if attempt is None else f"job {jobid}, attempt {attempt}"
+        problem = (f" is outside the accepted range {accepted.describe()}" if readable and accepted is not None
+                   else f"; expected {expected}")
+        raise InputError(display, f"{where}: {key} {value!r}{problem}", field=key)
 
 
 def _check_attempt_order(con: duckdb.DuckDBPyConnection, job_log_parquet: Path, display: str) -> None:
