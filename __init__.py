@@ -1,5 +1,8 @@
 """ddlx: trace analysis and workload characterization for deep-learning GPU clusters.
 
+In Python, `ddlx.open()` returns the catalog of a data home, and everything the command line does
+hangs off it (`ddlx.api.Catalog`; docs/python.md).
+
 Packages, each stating its public face in its own `__init__.py`:
 - `ddlx.datasets`: traces and imports into the catalog (typed Parquet, read through DuckDB);
 - `ddlx.analysis`: the characterization modules (`analyze`);
@@ -11,7 +14,10 @@ Packages, each stating its public face in its own `__init__.py`:
 
 from importlib.metadata import PackageNotFoundError, version
 
-__all__ = ["__version__"]
+from ddlx.lazy import lazy_exports
+
+_exports, __getattr__ = lazy_exports(__name__, {"open": "api:open_catalog", "Catalog": "api"})
+__all__ = ["__version__", *_exports]
 
 try:
     __version__ = version("ddlx")

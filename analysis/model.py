@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from ddlx import display
 from ddlx.analysis.definitions import definitions_used, get_definition
 
 
@@ -171,6 +172,32 @@ class ModuleResult:
         ids = [d for t in self.tables for d in t.definitions] + [f.definition for f in self.findings]
         return list(dict.fromkeys(ids))
 
+    def findings_rows(self) -> list[tuple[str, str, str, str, str]]:
+        """One row per finding for a summary: what it is, value with unit, n (the records a
+        quantile or share rests on), definition id, and the alternative reading or warning."""
+        return [(f.text, value_text(f.value, f.unit), "" if f.basis is None else f"{f.basis:,}", f.definition,
+                 "; ".join(part for part in (f.alternative, f.warning) if part)) for f in self.findings]
+
+    def __repr__(self) -> str:
+        return display.text_lines(
+            f"ModuleResult {self.module}: {len(self.findings)} findings, {len(self.tables)} tables "
+            f"({', '.join(t.name for t in self.tables)})",
+            [f"{text}: {value}" + (f" (n={n})" if n else "") + f" [{definition}]"
+             for text, value, n, definition, _ in self.findings_rows()])
+
+    def _repr_html_(self) -> str:
+        return display.block_html(f"{self.module}", self._html_parts())
+
+    def _html_parts(self) -> list[str]:
+        parts = [display.table_html(("finding", "value", "n", "definition", "note"), self.findings_rows())]
+        if self.tables:
+            parts.append(display.table_html(("table", "rows", "one row is", "definitions"), [
+                (t.name, f"{t.frame.height:,}", t.row, ", ".join(t.definitions)) for t in self.tables]))
+        if self.not_applicable:
+            parts.append(display.table_html(("not applicable", "why"),
+                                            [(n.what, n.why) for n in self.not_applicable]))
+        return parts
+
 
 @dataclass
 class AnalysisResult:
@@ -190,7 +217,29 @@ class AnalysisResult:
     options: dict[str, Any] = field(default_factory=dict)
 
     def module(self, name: str) -> ModuleResult:
-        return next(m for m in self.modules if m.module == name)
+        """The result of module `name`; `KeyError` naming the modules run when it was not."""
+        for module in self.modules:
+            if module.module == name:
+                return module
+        raise KeyError(f"no module {name!r} in this result; it holds: {', '.join(m.module for m in self.modules)}")
+
+    def __repr__(self) -> str:
+        lines = []
+        for module in self.modules:
+            lines.append(f"{module.module}: {len(module.findings)} findings, {len(module.tables)} tables")
+            lines += [f"  {text}: {value}" + (f" (n={n})" if n else "") + f" [{definition}]"
+                      for text, value, n, definition, _ in module.findings_rows()]
+        return display.text_lines(f"AnalysisResult of {self.trace}: {len(self.modules)} modules", lines,
+                                  self.synthetic)
+
+    def _repr_html_(self) -> str:
+        parts = []
+        for module in self.modules:
+            parts.append(display.heading_html(module.module))
+            parts += module._html_parts()
+        subtitle = (f"{len(self.modules)} modules; every table: result.module(name).table(table); "
+                    "every definition's text: result.to_dict()['definitions']")
+        return display.block_html(f"ddlx analysis of {self.trace}", parts, self.synthetic, subtitle=subtitle)
 
     @property
     def definition_ids(self) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ddlx import display
 from ddlx.analysis.definitions import Definition
 from ddlx.atomic import write_text_atomic
 from ddlx.simulate.engine import Schedule
@@ -161,6 +162,25 @@ class SimulationReport:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
+    def _title(self) -> str:
+        workload = self.workload
+        return (f"simulation of {workload.source.get('trace')}: {workload.jobs:,} jobs on "
+                f"{workload.capacity.gpus:,g} GPUs ({workload.capacity.source}), "
+                f"{'backfill' if self.backfill else 'no backfill'}, ties by {self.tie_break}")
+
+    def __repr__(self) -> str:
+        table = self.table()
+        lines = [", ".join(f"{column} {display.cell_text(value)}" for column, value in row.items())
+                 for row in table.iter_rows(named=True)]
+        return display.text_lines(self._title(), lines, bool(self.workload.source.get("synthetic")))
+
+    def _repr_html_(self) -> str:
+        notes = [display.frame_html(self.table()), display.table_html(
+            ("definition", "meaning"), [(d.id, d.text) for d in SIMULATION_DEFINITIONS])]
+        return display.block_html(self._title(), notes, bool(self.workload.source.get("synthetic")),
+                                  subtitle="JCT and queueing delay in seconds; the JSON of `ddlx simulate --out`: "
+                                           "report.to_dict()")
 
     def table(self) -> pl.DataFrame:
         """One row per policy: jobs, JCT and queueing delay (avg, p50, p95, s), makespan (s),
