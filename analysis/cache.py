@@ -185,7 +185,8 @@ class ResultCache:
         a tuple of them."""
         if self.folder is None:
             return compute()
-        stem, digest = self._stem(name, key), key_digest(name, key)
+        digest = key_digest(name, key)
+        stem = self._stem(name, digest)
         kept = self._kept(stem, digest)
         if kept is not None:
             return kept  # type: ignore[return-value]
@@ -210,7 +211,8 @@ class ResultCache:
         whole) or without a cache."""
         if not self.keeping:
             return compute()
-        stem, digest = self._stem(QUERY_RESULT, key), key_digest(QUERY_RESULT, key)
+        digest = key_digest(QUERY_RESULT, key)
+        stem = self._stem(QUERY_RESULT, digest)
         kept = self._kept(stem, digest)
         if isinstance(kept, pl.DataFrame):
             return kept
@@ -232,10 +234,10 @@ class ResultCache:
         return kept
 
     @staticmethod
-    def _stem(name: str, key: Sequence[Any]) -> str:
-        """The file name (without suffix) of the result `name` under `key`: the name and the first
-        24 hex digits of `key_digest`, which the file's metadata holds whole."""
-        return f"{name}-{key_digest(name, key)[:24]}"
+    def _stem(name: str, digest: str) -> str:
+        """The file name (without suffix) of the result `name` whose full key digest is `digest`:
+        the name and the digest's first 24 hex digits (the file's metadata holds it whole)."""
+        return f"{name}-{digest[:24]}"
 
     def _keep(self, stem: str, result: pl.DataFrame | tuple[pl.DataFrame, ...], digest: str) -> None:
         """Keep `result` under `stem` (full key digest `digest`) at `commit`; asked for again this run,
@@ -271,7 +273,7 @@ class ResultCache:
         when a file is there but unreadable, not whole, or not this result's."""
         assert self.folder is not None
         single = self.folder / f"{stem}.parquet"
-        parts = sorted(self.folder.glob(f"{stem}.*.parquet"))
+        parts = list(self.folder.glob(f"{stem}.*.parquet"))
         if not single.exists() and not parts:
             return None
         try:
