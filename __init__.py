@@ -1,7 +1,7 @@
 """ddlx: trace analysis and workload characterization for deep-learning GPU clusters.
 
 In Python, `ddlx.open()` returns the catalog of a data home, and everything the command line does
-hangs off it (`ddlx.api.Catalog`; docs/python.md).
+hangs off it (`ddlx.api.Catalog`); `ddlx.report(result, ...)` shows a report inline (docs/python.md).
 
 Packages, each stating its public face in its own `__init__.py`:
 - `ddlx.datasets`: traces and imports into the catalog (typed Parquet, read through DuckDB);
@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from ddlx.lazy import lazy_exports
 
-_exports, __getattr__ = lazy_exports(__name__, {"open": "api:open_catalog", "Catalog": "api"})
+_exports, __getattr__ = lazy_exports(__name__, {"open": "api:open_catalog", "report": "api", "Catalog": "api"})
 __all__ = ["__version__", *_exports]
 
 try:

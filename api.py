@@ -22,13 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ddlx.frames import Frame, frame
+
 if TYPE_CHECKING:
-    import polars as pl
 
     from ddlx.analysis.model import AnalysisResult
     from ddlx.datasets.export.model import ExportResult
     from ddlx.predict.artifacts import Predictor
     from ddlx.predict.models import TrainResult
+    from ddlx.reports.notebook import ReportView
     from ddlx.reproduce.model import Reproduction
     from ddlx.simulate.placement.experiment import PlacementExperiment
     from ddlx.simulate.results import SimulationReport
@@ -49,6 +51,15 @@ def open_catalog(data_home: Path | str | None = None, progress: Progress | None 
     return Catalog(resolve_data_home(data_home), progress)
 
 
+def report(*results: AnalysisResult, title: str | None = None) -> ReportView:
+    """The report of one analysis result (`Catalog.analyze`), or of several traces side by side (as
+    `ddlx report compare`): shown inline in a notebook; `.charts()` lists its charts, `.figure(id)` gives
+    one as a plotly Figure to restyle and save, `.write(folder)` writes the self-contained page."""
+    from ddlx.reports.notebook import report_view
+
+    return report_view(*results, title=title)
+
+
 @dataclass(frozen=True)
 class Catalog:
     """The datasets of one data home (`home`) and what ddlx computes on them."""
@@ -58,12 +69,12 @@ class Catalog:
 
     # -- what it holds -------------------------------------------------------------------------
 
-    def datasets(self) -> pl.DataFrame:
+    def datasets(self) -> Frame:
         """One row per dataset: name, kind (trace, imported, sample), synthetic, jobs, version,
         ingested_at, and the home it lives in (a SYNTHETIC sample has its own)."""
         from ddlx.datasets.inventory import status_frame
 
-        return status_frame(self.home)
+        return frame(status_frame(self.home))
 
     def info(self, name: str) -> dict[str, Any]:
         """The manifest of dataset `name`: its tables and rows, input files with sha256, validation."""
@@ -71,7 +82,7 @@ class Catalog:
 
         return registered_dataset(self.home, name).manifest
 
-    def jobs(self, name: str, synthetic: bool = False) -> pl.DataFrame:
+    def jobs(self, name: str, synthetic: bool = False) -> Frame:
         """The canonical jobs of trace or dataset `name` (`docs/schema.md`), in submission order.
         A registered trace that is not ingested here (or with `synthetic`) gives its SYNTHETIC sample
         (`datasets()` lists it as kind `sample`)."""
@@ -80,19 +91,20 @@ class Catalog:
         from ddlx.datasets.sqltext import quote_identifier
 
         home = self.jobs_home(name, synthetic)
-        return query(home, f"SELECT * FROM {quote_identifier(jobs_table_name(name))} ORDER BY submit_time, job_id")
+        return frame(query(home, f"SELECT * FROM {quote_identifier(jobs_table_name(name))} "
+                                 "ORDER BY submit_time, job_id"))
 
-    def table(self, name: str) -> pl.DataFrame:
+    def table(self, name: str) -> Frame:
         """Every row of the catalog's table or view `name` (e.g. `jobs`, or a trace's own)."""
         from ddlx.datasets.sqltext import quote_identifier
 
         return self.sql(f"SELECT * FROM {quote_identifier(name)}")
 
-    def sql(self, query: str) -> pl.DataFrame:
+    def sql(self, query: str) -> Frame:
         """The result of one SQL query (DuckDB's dialect) on the catalog, as `ddlx sql` runs it."""
         from ddlx.datasets.catalog import query as run_query
 
-        return run_query(self.home, query)
+        return frame(run_query(self.home, query))
 
     def jobs_home(self, name: str, synthetic: bool = False) -> Path:
         """The data home holding the jobs of `name`: this one, or its SYNTHETIC sample's (generated
@@ -141,7 +153,11 @@ class Catalog:
 
         dataset = dataset or default_dataset()
         inputs = read_inputs(self.jobs_home(dataset, synthetic), dataset, task_list, nodes)
-        return run_placement(inputs, list(policies) if policies else None, seeds, workers)
+        chosen = list(policies) if policies else None
+        if self.progress is not None:
+            self.progress(f"{dataset}: filling {inputs.source['gpus']:,} GPUs under "
+                          f"{len(chosen) if chosen else 'all'} policies x {seeds} seeds")
+        return run_placement(inputs, chosen, seeds, workers)
 
     def train(self, name: str, out: Path | str | None = None, seed: int = 0, max_fit_rows: int | None = None,
               synthetic: bool = False) -> TrainResult:
@@ -152,12 +168,12 @@ class Catalog:
         return train(self.jobs_home(name, synthetic), name, Path(out) if out is not None else None, settings,
                      progress=self.progress)
 
-    def predict(self, model: Predictor | Path | str, name: str, synthetic: bool = False) -> pl.DataFrame:
+    def predict(self, model: Predictor | Path | str, name: str, synthetic: bool = False) -> Frame:
         """Every job of `name` predicted by `model` (a model folder or a loaded predictor), as
         `ddlx predict apply` writes it: job_id, pred_s, p50_s, p90_s, model_id, ..."""
         predictor = self._predictor(model)
         assert predictor is not None
-        return predictor.predict_catalog(self.jobs_home(name, synthetic), name)
+        return frame(predictor.predict_catalog(self.jobs_home(name, synthetic), name))
 
     def export(self, name: str, fmt: str, out: Path | str, predictions: Path | str | None = None,
                options: dict[str, str] | None = None, synthetic: bool = False) -> ExportResult:

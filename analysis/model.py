@@ -15,6 +15,8 @@ import polars as pl
 
 from ddlx import display
 from ddlx.analysis.definitions import definitions_used, get_definition
+from ddlx.errors import did_you_mean
+from ddlx.frames import Frame, frame
 
 
 def table_file(module: str, table: str) -> str:
@@ -161,11 +163,21 @@ class ModuleResult:
         """Record that `what` does not apply to this trace, and why."""
         self.not_applicable.append(NotApplicable(what, why))
 
-    def table(self, name: str) -> pl.DataFrame:
-        return next(t.frame for t in self.tables if t.name == name)
+    def table(self, name: str) -> Frame:
+        """The result table `name` (a polars frame); KeyError names the module's tables."""
+        for table in self.tables:
+            if table.name == name:
+                return frame(table.frame)
+        raise KeyError(f"module {self.module} has no table {name!r}{did_you_mean(name, [t.name for t in self.tables])}"
+                       f"; its tables: {', '.join(t.name for t in self.tables) or 'none'}")
 
     def finding(self, name: str) -> Finding:
-        return next(f for f in self.findings if f.name == name)
+        """The finding `name`; KeyError names the module's findings."""
+        for found in self.findings:
+            if found.name == name:
+                return found
+        raise KeyError(f"module {self.module} has no finding {name!r}"
+                       f"{did_you_mean(name, [f.name for f in self.findings])}")
 
     @property
     def definition_ids(self) -> list[str]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from ddlx.datasets.traces import TRACES
+
+if TYPE_CHECKING:
+    from ddlx.api import Catalog
 
 #: The registered traces as help texts list them ("a, b, ...").
 TRACE_NAMES = ", ".join(TRACES)
@@ -70,6 +73,14 @@ def data_home(path: Path | None) -> Path:
     return resolve_data_home(path)
 
 
+def catalog(path: Path | None) -> Catalog:
+    """The `ddlx.open()` catalog of the data folder (`data_home`), its progress lines on stderr: every
+    command that computes on a dataset calls its methods, so the command and the Python API agree."""
+    from ddlx.api import Catalog
+
+    return Catalog(data_home(path), progress=say)
+
+
 def module_names(module: list[str] | None) -> list[str]:
     """The analysis modules named by repeated or comma-separated `--module` values (all by default)."""
     from ddlx.analysis.runner import resolve_modules
@@ -110,15 +121,12 @@ def analysis_options(resolution: int | None, window: str | None = None, engine: 
     return options
 
 
-def jobs_source(trace: str | None, dataset: str | None, use_sample: bool,
-                home: Path | None) -> tuple[Path, str]:
-    """(data home, catalog name) of the jobs named by exactly one of `--trace` and `--dataset`.
+def jobs_name(trace: str | None, dataset: str | None) -> str:
+    """The catalog name of the jobs named by exactly one of `--trace` and `--dataset`.
 
-    A registered trace that is not ingested (or any, with `--synthetic`) is read from its SYNTHETIC
-    sample, as `ddlx analyze <trace>-trace` does; a dataset must be in the catalog.
+    The catalog's methods read a registered trace that is not ingested (or any, with `--synthetic`)
+    from its SYNTHETIC sample, as `ddlx analyze <trace>-trace` does; a dataset must be in the catalog.
     """
-    from ddlx.datasets.synthetic import home_with_jobs_or_sample
-
     if (trace is None) == (dataset is None):
         raise typer.BadParameter("give exactly one of --trace and --dataset", param_hint="--trace/--dataset")
     if trace is not None and trace not in TRACES:
@@ -126,4 +134,4 @@ def jobs_source(trace: str | None, dataset: str | None, use_sample: bool,
                                  "use --dataset for an imported one", param_hint="--trace")
     name = trace if trace is not None else dataset
     assert name is not None
-    return home_with_jobs_or_sample(data_home(home), name, use_sample, progress=say), name
+    return name

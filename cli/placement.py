@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ddlx.cli.options import DataHome, UseSample
-from ddlx.cli.options import data_home as _home
-from ddlx.cli.options import say as _say
+from ddlx.cli.options import catalog as _catalog
 
 if TYPE_CHECKING:
     from ddlx.simulate.placement.experiment import PlacementExperiment
@@ -67,10 +66,9 @@ def placement_command(
 ) -> None:
     """Fill a cluster with tasks drawn from a trace's task list, without departures, under each placement
     policy (the fill-up experiment of the FGD paper, ATC'23); print the unallocated GPU share per policy."""
-    from ddlx.datasets.synthetic import home_with_jobs_or_sample
     from ddlx.simulate.placement import POLICIES
-    from ddlx.simulate.placement.experiment import check_experiment_folder, run_placement, write_experiment
-    from ddlx.simulate.placement.inputs import default_dataset, read_inputs
+    from ddlx.simulate.placement.experiment import check_experiment_folder, write_experiment
+    from ddlx.simulate.placement.inputs import default_dataset
 
     chosen = [p.strip() for p in (policies or "").split(",") if p.strip()] or list(POLICIES)
     unknown = [p for p in chosen if p not in POLICIES]
@@ -80,10 +78,7 @@ def placement_command(
     dataset = dataset or default_dataset()
     folder = out if out is not None else Path("ddlx-results") / f"placement-{dataset}-{task_list}"
     check_experiment_folder(folder)
-    home = home_with_jobs_or_sample(_home(data_home), dataset, synthetic, progress=_say)
-    inputs = read_inputs(home, dataset, task_list, nodes)
-    _say(f"{dataset}: filling {inputs.source['gpus']:,} GPUs under {len(chosen)} policies x {seeds} seeds")
-    experiment = run_placement(inputs, chosen, seeds, workers)
+    experiment = _catalog(data_home).placement(dataset, task_list, chosen, seeds, nodes, workers, synthetic)
     typer.echo(render(experiment))
     write_experiment(experiment, folder)
     typer.echo(f"results: {folder} (steps, curves and summary as Parquet; experiment.json)")

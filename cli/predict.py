@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ddlx.cli.options import DataHome, Dataset, Trace, UseSample, jobs_source
+from ddlx.cli.options import DataHome, Dataset, Trace, UseSample, jobs_name
+from ddlx.cli.options import catalog as _catalog
 from ddlx.cli.options import say as _say
 
 if TYPE_CHECKING:
@@ -45,16 +46,14 @@ def predict_train(
 ) -> None:
     """Train duration models (mean, p50, p90) and baselines on a time-ordered split; write a model folder."""
     from ddlx.predict.artifacts import check_out_folder
-    from ddlx.predict.models import TrainSettings, default_model_dir, train
+    from ddlx.predict.models import default_model_dir
     from ddlx.reports.text import format_table
 
     named = trace if trace is not None else dataset
-    if named is not None and (trace is None or dataset is None):  # both or neither: jobs_source says so
+    if named is not None and (trace is None or dataset is None):  # both or neither: jobs_name says so
         check_out_folder(out if out is not None else default_model_dir(named))
-    home, name = jobs_source(trace, dataset, synthetic, data_home)
-    settings = TrainSettings(random_state=seed,
-                             **({} if max_fit_rows is None else {"max_fit_rows": max_fit_rows}))
-    result = train(home, name, out, settings, progress=_say)
+    name = jobs_name(trace, dataset)
+    result = _catalog(data_home).train(name, out, seed, max_fit_rows, synthetic)
     card = result.card
     if result.synthetic:
         typer.echo(f"*** {card['warning']} ***")
@@ -87,9 +86,9 @@ def predict_apply(
         raise typer.BadParameter("expected a .parquet or .csv file name", param_hint="--out")
     check_output_file(out, "writing the prediction table")
     predictor = load_predictor(model)
-    home, name = jobs_source(trace, dataset, synthetic, data_home)
+    name = jobs_name(trace, dataset)
     note_if_trained_elsewhere(predictor, name)
-    table = predictor.predict_catalog(home, name)
+    table = _catalog(data_home).predict(predictor, name, synthetic)
     write_table(table, out)
     synthetic = is_synthetic(table)
     if synthetic:

@@ -11,8 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from ddlx.cli.options import DataHome, UseSample
-from ddlx.cli.options import data_home as _home
-from ddlx.cli.options import say as _say
+from ddlx.cli.options import catalog as _catalog
 
 FORMATS = ("table", "json", "csv")
 WRITING = "writing the reproduction"
@@ -35,7 +34,7 @@ def reproduce_command(
     the published value: figure, published, ddlx, difference, verdict."""
     from ddlx.outputs import check_output_file, write_output_text
     from ddlx.reports.reproduction import format_reproduction, reproduction_csv, reproduction_json
-    from ddlx.reproduce import profiles, reproduce
+    from ddlx.reproduce import profiles
 
     if output_format not in FORMATS:
         raise typer.BadParameter("expected table, json or csv", param_hint="--format")
@@ -46,7 +45,7 @@ def reproduce_command(
         return
     if out is not None:
         check_output_file(out, WRITING)
-    result = reproduce(_home(data_home), profile, dataset, use_sample=synthetic, progress=_say)
+    result = _catalog(data_home).reproduce(profile, dataset, synthetic)
     text = {"json": reproduction_json, "csv": reproduction_csv}.get(output_format, format_reproduction)(result)
     if out is None:
         typer.echo(text, nl=not text.endswith("\n"))

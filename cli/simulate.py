@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ddlx.cli.options import DataHome, Dataset, Trace, UseSample, jobs_source
+from ddlx.cli.options import DataHome, Dataset, Trace, UseSample, jobs_name
+from ddlx.cli.options import catalog as _catalog
 from ddlx.cli.predict import note_if_trained_elsewhere
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ def simulate_command(
     from ddlx.errors import storage_errors
     from ddlx.outputs import check_output_file
     from ddlx.predict import load_predictor
-    from ddlx.simulate import check_tie_break, resolve_policies, simulate_trace, write_json
+    from ddlx.simulate import check_tie_break, resolve_policies, write_json
 
     check_tie_break(tie_break)
     cores = _cpu_cores(cpus)
@@ -162,15 +163,14 @@ def simulate_command(
     if out is not None:
         check_output_file(out, WRITING)
     loaded = load_predictor(predictor) if predictor is not None else None
-    home, name = jobs_source(trace, dataset, synthetic, data_home)
+    name = jobs_name(trace, dataset)
     if loaded is not None:
         note_if_trained_elsewhere(loaded, name)
     submitted_from = loaded.test_window_start if loaded is not None and test_window else None
-    report = simulate_trace(home, name, chosen, backfill=backfill,
-                            gpus=gpus, limit=limit, cluster=cluster,
-                            predictor=loaded if wants_estimates else None,
-                            predictor_label=str(predictor) if loaded is not None and wants_estimates else None,
-                            submitted_from=submitted_from, cpus=cores, tie_break=tie_break)
+    report = _catalog(data_home).simulate(
+        name, chosen, predictor=loaded if wants_estimates else None, synthetic=synthetic, backfill=backfill,
+        gpus=gpus, limit=limit, cluster=cluster, submitted_from=submitted_from, cpus=cores, tie_break=tie_break,
+        predictor_label=str(predictor) if loaded is not None and wants_estimates else None)
     typer.echo(render(report))
     if out is not None:
         with storage_errors(out, WRITING):  # a system error names the path given, not the temporary file

@@ -252,6 +252,16 @@ class Predictor:
     def model_id(self) -> str:
         return self.card["model_id"]
 
+    def __repr__(self) -> str:
+        from ddlx.predict.summary import model_text
+
+        return model_text(self.card, self.path)
+
+    def _repr_html_(self) -> str:
+        from ddlx.predict.summary import model_html
+
+        return model_html(self.card, self.path)
+
     @property
     def test_window_start(self) -> datetime:
         """The first submission instant of the test window (UTC): jobs from here on were neither

@@ -311,6 +311,16 @@ class TrainResult:
     synthetic: bool
     seconds: dict[str, float]
 
+    def __repr__(self) -> str:
+        from ddlx.predict.summary import model_text
+
+        return model_text(self.card, self.path)
+
+    def _repr_html_(self) -> str:
+        from ddlx.predict.summary import model_html
+
+        return model_html(self.card, self.path)
+
 
 def default_model_dir(name: str) -> Path:
     """Where `ddlx predict train` writes when given no --out: ./ddlx-models/<name>."""

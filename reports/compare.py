@@ -60,23 +60,30 @@ def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
     """Analyse each of `names`, write their results folders and the compare report into `out_dir`;
     returns the path of `report.html` and the report."""
     from ddlx.analysis.runner import run_analysis
-    from ddlx.atomic import replace_folder
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
-    from ddlx.errors import storage_errors
-    from ddlx.reports.render import write_report_files
-    from ddlx.reports.results import check_results_folder, write_results_into
 
     names = check_names(names)
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir(names)
     homes = {name: home_with_jobs_or_sample(Path(home), name, use_sample, progress) for name in names}
     results = [run_analysis(homes[name], name, modules, progress=progress, options=options) for name in names]
     report = build_compare_report(results)
+    return write_compare(results, report, out_dir), report
+
+
+def write_compare(results: Sequence[AnalysisResult], report: Report, out_dir: Path) -> Path:
+    """Write each trace's results folder (`<out_dir>/<trace>/`) and the compare `report` beside them,
+    the folder replaced whole (refused when it is another non-empty folder); returns `report.html`."""
+    from ddlx.atomic import replace_folder
+    from ddlx.errors import storage_errors
+    from ddlx.reports.render import write_report_files
+    from ddlx.reports.results import check_results_folder, write_results_into
 
     def build(tmp: Path) -> Path:
         for result in results:
             write_results_into(result, tmp / result.trace)
         return write_report_files(report, tmp).relative_to(tmp)
 
+    out_dir = Path(out_dir)
     check_results_folder(out_dir)
     with storage_errors(out_dir, "writing the compare report"):  # OSError, or polars' and DuckDB's reports
-        return out_dir / replace_folder(out_dir, build), report
+        return out_dir / replace_folder(out_dir, build)

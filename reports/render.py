@@ -123,7 +123,7 @@ def _script_hash(source: str) -> str:
 def render_html(report: Report) -> str:
     """The report as one self-contained HTML page."""
     plotly_js = charts.plotly_js()
-    boot_js = _template_file("report.js")
+    boot_js = _template_file("report.js") + "ddlxDrawCharts(document.body);\n"
     policy = "; ".join([
         "default-src 'none'",
         f"script-src {_script_hash(plotly_js)} {_script_hash(boot_js)}",
@@ -149,6 +149,48 @@ def render_html(report: Report) -> str:
         plotly_version=charts.plotly_version(),
     )
     return page
+
+
+def render_inline_html(report: Report, root_id: str, with_plotly: bool) -> str:
+    """The report as one block of a notebook's output: the page's content inside `<div id=root_id>`,
+    its CSS scoped to that block (`scoped_css`), its charts drawn by the page's own script; plotly.js
+    inlined only `with_plotly` (and run only where the notebook has none yet)."""
+    return html_environment().get_template("report_inline.html.j2").render(
+        report=report, definitions=report.definition_map, traces={t.name: t for t in report.traces},
+        figures={chart.id: Markup(charts.figure_json(chart)) for chart in report.charts},
+        layout_json=Markup(charts.script_json(charts.BASE_LAYOUT)),
+        config_json=Markup(charts.script_json(charts.PLOT_CONFIG)),
+        css=Markup(scoped_css(_template_file("report.css"), f"#{root_id}")),
+        plotly_js=Markup(charts.plotly_js()) if with_plotly else "",
+        boot_js=Markup(_template_file("report.js")), root_id=root_id, plotly_version=charts.plotly_version())
+
+
+def scoped_css(css: str, scope: str) -> str:
+    """`css` with every rule limited to the element `scope` (a selector): `:root`, `html` and `body`
+    become the element itself, every other selector a descendant of it; `@media` blocks likewise."""
+    import re
+
+    def selectors(text: str) -> str:
+        scoped = []
+        for selector in (part.strip() for part in text.split(",")):
+            head, _, rest = selector.partition(" ")
+            if head in (":root", "html", "body"):
+                scoped.append(f"{scope} {rest}".strip())
+            else:
+                scoped.append(f"{scope} {selector}")
+        return ", ".join(scoped)
+
+    def rules(text: str) -> str:
+        return re.sub(r"([^{}]+)\{([^{}]*)\}", lambda m: f"{selectors(m.group(1))} {{{m.group(2)}}}", text)
+
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    out, position = [], 0
+    for media in re.finditer(r"(@media[^{]+)\{((?:[^{}]*\{[^{}]*\})*\s*)\}", css):
+        out.append(rules(css[position:media.start()]))
+        out.append(f"{media.group(1).strip()} {{ {rules(media.group(2))} }}")
+        position = media.end()
+    out.append(rules(css[position:]))
+    return "".join(out)
 
 
 def render_markdown(report: Report) -> str:

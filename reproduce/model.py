@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
+
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.errors import DdlxError
@@ -179,6 +181,53 @@ class Reproduction:
             found[result.verdict] = found.get(result.verdict, 0) + 1
         return found
 
+    def table(self) -> pl.DataFrame:
+        """The table as shown: figure, published value with its unit, ddlx's value (labelled
+        SYNTHETIC on a generated sample), difference and verdict (a figure not computed points to its
+        reason, `[n]`, numbered by `note_numbers`)."""
+        rows = []
+        notes = note_numbers(self)
+        for result in self.results:
+            f = result.figure
+            value = number_text(result.value, f)
+            if self.synthetic and result.value is not None:
+                value += " SYNTHETIC"
+            difference = result.difference
+            rows.append({
+                "figure": f.what + (f" (conflicts with {', '.join(f.conflicts)})" if f.conflicts else ""),
+                "published": published_text(f),
+                "ddlx": value,
+                "difference": "-" if difference is None or self.synthetic else number_text(difference, f),
+                "verdict": result.verdict + (f" [{notes[result.reason]}]" if result.reason in notes else ""),
+            })
+        return pl.DataFrame(rows, schema={k: pl.String for k in TABLE_COLUMNS})
+
+    def frame(self) -> pl.DataFrame:
+        """One row per figure, as numbers: id, what, published, unit, value (ddlx's), difference (None
+        on a SYNTHETIC sample), verdict, reason, source, definition, tolerance."""
+        rows = [{k: row[k] for k in FRAME_COLUMNS} for row in self.to_dict()["figures"]]
+        return pl.DataFrame(rows, schema={k: (pl.Float64 if k in ("published", "value", "difference") else pl.String)
+                                          for k in FRAME_COLUMNS})
+
+    def __repr__(self) -> str:
+        from ddlx import display
+
+        counts = ", ".join(f"{n} {verdict}" for verdict, n in self.counts().items())
+        lines = [f"{row['figure']}: ddlx {row['ddlx']}, published {row['published']} ({row['verdict']})"
+                 for row in self.table().iter_rows(named=True)]
+        return display.text_lines(f"Reproduction of {self.profile.name} on {self.dataset}: {len(self.results)} "
+                                  f"figures ({counts})", lines, self.synthetic)
+
+    def _repr_html_(self) -> str:
+        from ddlx import display
+
+        counts = ", ".join(f"{n} {verdict}" for verdict, n in self.counts().items())
+        notes = "".join(f"<div>{display.escape(f'[{n}] {reason}')}</div>" for reason, n in note_numbers(self).items())
+        return display.block_html(f"{self.profile.name}: {self.profile.paper}",
+                                  [display.frame_html(self.table(), max_rows=200), notes], self.synthetic,
+                                  subtitle=f"dataset {self.dataset}; {len(self.results)} figures: {counts}; "
+                                           "as numbers: .frame()")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": "ddlx-reproduction/1",
@@ -187,3 +236,42 @@ class Reproduction:
             "figures": [r.to_dict(self.synthetic) for r in self.results],
             "definitions": {d.id: d.text for d in self.profile.definitions},
         }
+
+
+#: Columns of `Reproduction.table()`, the reproduction as printed.
+TABLE_COLUMNS = ("figure", "published", "ddlx", "difference", "verdict")
+#: Columns of `Reproduction.frame()`, the reproduction as numbers.
+FRAME_COLUMNS = ("id", "what", "published", "unit", "value", "difference", "verdict", "reason", "source",
+                 "definition", "tolerance")
+
+
+def published_decimals(figure: PublishedFigure) -> int:
+    """Decimals the figure was published with: those its tolerance rounds to, else those of the
+    number as written (1,632,719.7 -> 1)."""
+    if figure.tolerance.kind == "rounded":
+        return int(figure.tolerance.amount)
+    text = repr(float(figure.published or 0))
+    return 0 if text.endswith(".0") else len(text.split(".")[1])
+
+
+def published_text(figure: PublishedFigure) -> str:
+    """The published value as it was written, with its unit."""
+    if figure.published is None:
+        return "-"
+    return f"{figure.published:,.{published_decimals(figure)}f} {figure.unit}"
+
+
+def number_text(value: float | None, figure: PublishedFigure) -> str:
+    """ddlx's `value` to one more decimal than the figure was published with (none for whole
+    counts, two for a fraction where a whole count was published)."""
+    if value is None:
+        return "-"
+    places = published_decimals(figure)
+    places = places + 1 if places else (0 if value == int(value) else 2)
+    return f"{value:,.{places}f}"
+
+
+def note_numbers(reproduction: Reproduction) -> dict[str, int]:
+    """Each distinct reason a figure was not computed, numbered in order of first use."""
+    reasons = [r.reason for r in reproduction.results if r.reason and r.verdict != SYNTHETIC]
+    return {reason: n for n, reason in enumerate(dict.fromkeys(reasons), 1)}

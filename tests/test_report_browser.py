@@ -194,3 +194,45 @@ def test_names_from_a_trace_are_shown_as_text_and_run_nothing(browser, tmp_path:
         _assert_every_chart_drawn(visit, [c.id for c in build_report(result).charts])
     finally:
         visit.close()
+
+
+def test_reports_inline_in_a_notebook_page_draw_their_own_charts(browser, pai_sample, tmp_path: Path) -> None:
+    """Two reports shown in one notebook-like page (the second without plotly.js, as a kernel's later
+    reports are sent): each draws every one of its charts in its own block, the page's own styles are
+    untouched, and an AMD loader on the page (as the classic notebook has) does not keep plotly.js
+    from loading."""
+    from ddlx.reports.notebook import report_view
+
+    view = report_view(pai_sample)
+    chart_ids = [c.id for c in view.report.charts]
+    first, second = view.html(with_plotly=True), view.html(with_plotly=False)
+    assert len(second) < len(first) / 4  # the later report carries its charts' data, not plotly.js
+    host = ("<!DOCTYPE html><html><head>"
+            "<style>body { color: rgb(4, 5, 6); margin: 7px; } h3 { font-size: 11px; }</style>"
+            "<script>window.define = function () {}; window.define.amd = {};</script></head><body>"
+            f"<h3 id='host-h3'>notebook</h3><div class='output'>{first}</div><div class='output'>{second}</div>"
+            "</body></html>")
+    page_file = tmp_path / "notebook.html"
+    page_file.write_text(host, encoding="utf-8")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(page_file.resolve().as_uri(), wait_until="load")
+        page.wait_for_function("document.querySelectorAll('.ddlx-report[data-charts-drawn]').length === 2",
+                               timeout=30_000)
+        roots = page.evaluate("""() => Array.from(document.querySelectorAll('.ddlx-report')).map(root => ({
+            drawn: root.getAttribute('data-charts-drawn'), failed: root.getAttribute('data-charts-failed'),
+            plots: Array.from(root.querySelectorAll('.js-plotly-plot')).map(el => el.closest('figure').id),
+        }))""")
+        assert len(roots) == 2
+        for root in roots:
+            assert root == {"drawn": str(len(chart_ids)), "failed": "0", "plots": chart_ids}
+        assert not errors, errors
+        host_style = page.evaluate("""() => [getComputedStyle(document.body).color,
+            getComputedStyle(document.body).margin, getComputedStyle(document.getElementById('host-h3')).fontSize]""")
+        assert host_style == ["rgb(4, 5, 6)", "7px", "11px"]  # the report's body and h3 rules stay in its block
+        page.screenshot(path=str(tmp_path / "notebook.png"), full_page=False)
+    finally:
+        context.close()

@@ -1,7 +1,9 @@
-(function () {
+// Draws every chart of one report: the page's body, or one report shown inline in a notebook.
+function ddlxDrawCharts(root) {
   "use strict";
-  var holders = Array.prototype.slice.call(document.querySelectorAll("div.plot[data-figure]"));
-  var body = document.body;
+  function byId(id) { return root.querySelector('[id="' + id + '"]'); }
+  var holders = Array.prototype.slice.call(root.querySelectorAll("div.plot[data-figure]"));
+  var body = root;
   var drawn = 0, failed = 0, pending = holders.length;
   function finish() {
     body.setAttribute("data-charts-drawn", String(drawn));
@@ -23,11 +25,11 @@
     holders.forEach(function (holder) { settle(false, holder, "plotly.js did not load"); });
     return;
   }
-  var base = JSON.parse(document.getElementById("ddlx-layout").textContent);
-  var config = JSON.parse(document.getElementById("ddlx-config").textContent);
+  var base = JSON.parse(byId("ddlx-layout").textContent);
+  var config = JSON.parse(byId("ddlx-config").textContent);
   holders.forEach(function (holder) {
     try {
-      var figure = JSON.parse(document.getElementById(holder.getAttribute("data-figure")).textContent);
+      var figure = JSON.parse(byId(holder.getAttribute("data-figure")).textContent);
       var layout = figure.layout || {};
       layout.template = { layout: base };
       window.Plotly.newPlot(holder, figure.data, layout, config).then(
@@ -37,4 +39,4 @@
       settle(false, holder, error);
     }
   });
-})();
+}
