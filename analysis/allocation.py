@@ -982,7 +982,16 @@ def _held_open(ctx: TraceContext, window: Window, source: str | None, jobs: int)
         return lambda column, unit: ""
     with ctx.holding_open("job"):
         row = _source_row(allocation_vs_capacity(ctx, (), window), source)
-    return lambda column, unit: held_to_end_text(row[column], unit, jobs, "started job") if row else ""
+    def text(column: str, unit: str) -> str:
+        if not row:
+            return ""
+        shown = held_to_end_text(row[column], unit, jobs, "started job")
+        if unit == "fraction" and row[column] is not None and row[column] > 1:
+            shown += (" (above 100 %: held open to the trace end, those jobs ask for more GPUs than the capacity, "
+                      "so this reading is an upper bound, not a load the cluster ran)")
+        return shown
+
+    return text
 
 
 def _series(ctx: TraceContext, result: ModuleResult, groups: tuple[str, ...], resolution: int, window: Window,

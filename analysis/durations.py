@@ -447,8 +447,11 @@ def _findings(ctx: TraceContext, result: ModuleResult, trace_end_s: float | None
                        held_to_end_text(held["km_p90_s"], "s", held["left_out"], "job") if held else "", basis=timed)
     result.add_finding("run_time_p50_finished", "median run time of jobs that ended", overall["p50_s"], "s",
                        "durations.finished_runtime", f"{finished:,} jobs that ended", basis=finished)
-    result.add_finding("censored_jobs", "jobs still running at the trace end (censored)", censored, "jobs",
-                       "durations.censored_runtime", f"{timed:,} jobs that started")
-    result.add_finding("censored_share", "share of started jobs still running at the trace end",
+    # One count of jobs without an end: those held open as censored, and (where the trace's missing
+    # ends are unlogged ends) those left out, said in the same line.
+    left_out = f"; the {held['left_out']:,} started jobs with no recorded end are left out (untimed)" if held else ""
+    result.add_finding("censored_jobs", f"jobs still running at the trace end (censored){left_out}", censored,
+                       "jobs", "durations.censored_runtime", f"{timed:,} jobs that started")
+    result.add_finding("censored_share", f"share of started jobs still running at the trace end{left_out}",
                        censored / timed, "fraction", "durations.censored_runtime", f"{timed:,} jobs that started",
                        basis=timed)

@@ -662,7 +662,7 @@ def analyze(ctx: TraceContext) -> ModuleResult:
                "a UTC hour with samples")
     quality = result.add("data_quality", quality_frame, ("gpu_efficiency.data_quality",),
                          "a check of what attribution could not use")
-    _findings(ctx, result, attribution, jobs, quality, primary)
+    _findings(ctx, result, attribution, jobs, quality, primary, threshold)
     return result
 
 
@@ -673,7 +673,7 @@ def overall_sm_samples(ctx: TraceContext) -> int:
 
 
 def _findings(ctx: TraceContext, result: ModuleResult, attribution: pl.DataFrame, jobs: pl.DataFrame,
-              quality: pl.DataFrame, primary: str) -> None:
+              quality: pl.DataFrame, primary: str, threshold: float) -> None:
     population = f"{jobs.height:,} jobs with attributed samples ({primary} samples)"
     samples = int(jobs["samples"].sum()) if jobs.height else 0
     allocated = float(jobs["allocated_gpu_hours"].sum()) if jobs.height else 0.0
@@ -688,7 +688,8 @@ def _findings(ctx: TraceContext, result: ModuleResult, attribution: pl.DataFrame
     result.add_finding("idle_gpu_hours", "idle GPU-hours of jobs", idle, "GPU-hours",
                        "gpu_efficiency.idle_gpu_hours", population)
     if allocated:
-        result.add_finding("idle_share", f"share of allocated GPU-hours idle ({primary} under the threshold)",
+        below = f"{threshold:g} %" if primary == "gpu_util" else f"{threshold:g}"
+        result.add_finding("idle_share", f"share of allocated GPU-hours idle ({primary} below {below})",
                            idle / allocated, "fraction", "gpu_efficiency.idle_gpu_hours", population, basis=samples)
     sm = jobs.filter(pl.col("sm_sampled_gpu_hours").is_not_null())
     if sm.height and primary != "sm_active":

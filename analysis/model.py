@@ -33,7 +33,7 @@ def value_text(value: float | int | None, unit: str) -> str:
     if value is None:
         return "none"
     if unit == "fraction":
-        return f"{value:.1%}"
+        return f"{value * 100:.1f} %"
     number = f"{value:,.1f}".rstrip("0").rstrip(".") if isinstance(value, float) else f"{value:,}"
     return f"{number} {unit}".strip()
 

@@ -31,20 +31,26 @@ def compare(
     data_home: DataHome = None,
 ) -> None:
     """Analyse each trace and write one report with the same metrics side by side."""
-    from ddlx.reports.compare import CompareError, check_names, default_out_dir, run_compare
+    from ddlx.reports.compare import CompareError, bucket_table, check_names, default_out_dir, run_compare
     from ddlx.reports.model import SYNTHETIC_BANNER
     from ddlx.reports.results import check_results_writable
+    from ddlx.reports.text import format_table
 
     try:
         checked = check_names(names)
     except CompareError as exc:
         raise typer.BadParameter(str(exc), param_hint="NAMES") from None
     check_results_writable(out if out is not None else default_out_dir(checked))  # before the analyses run
-    path, report = run_compare(home(data_home), names, out, modules=module_names(module),
-                               use_sample=synthetic, options=analysis_options(resolution), progress=say)
+    path, report, results = run_compare(home(data_home), names, out, modules=module_names(module),
+                                        use_sample=synthetic, options=analysis_options(resolution), progress=say)
     banner = f"*** {SYNTHETIC_BANNER} ({', '.join(report.synthetic_traces)}) ***" if report.synthetic else None
     if banner:
         typer.echo(banner)
+    buckets = bucket_table(results)
+    if buckets.height:
+        typer.echo("by GPUs requested (n: started jobs for the queueing delay, ended jobs for the run time; "
+                   "p50, p90 in seconds):")
+        typer.echo(format_table(buckets))
     for trace in report.traces:
         label = " (SYNTHETIC)" if trace.synthetic else ""
         typer.echo(f"{trace.name}{label}: results in {path.parent / trace.name}")

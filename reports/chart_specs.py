@@ -81,6 +81,14 @@ class ChartSpec:
     null_label: str = "(none)"
     #: Columns (low, high) of the spread of the first measure, drawn as a band around its line.
     band: tuple[str, str] | None = None
+    #: The column counting what each row's value rests on (its n, in hover and bar labels); None: the
+    #: first of `COUNT_COLUMNS` the table has; "": the rows have no count.
+    count: str | None = None
+    #: Each row is a statistic of its n jobs: drawn faded where n is below `MIN_JOBS`.
+    fade: bool = False
+    #: In a compare report, one chart per value of this column (a panel per GPU bucket, say), one
+    #: series per trace; "" draws the spec once (with `compare_where`).
+    compare_panels: str = ""
 
     @property
     def chart_key(self) -> str:
@@ -125,18 +133,17 @@ CHART_SPECS: tuple[ChartSpec, ...] = (
     # queueing
     ChartSpec("queueing", "cdf_by_gpu_bucket", "cdf", "Queueing delay by GPUs requested (CDF)",
               "queueing delay (s, log scale)", "share of started jobs at or below x (%)",
-              (("queue_s", "delay"),), group=("gpu_bucket",), x_log=True, y_percent=True),
-    ChartSpec("queueing", "by_gpu_bucket", "bar", "Median queueing delay by GPUs requested", BUCKET_X,
-              "median queueing delay (s)", (("p50_s", "median"),), x=("gpu_bucket",),
-              compare_where=(), in_trace=False, key="compare"),
-    ChartSpec("queueing", "by_gpu_bucket", "bar", "Queueing delay quantiles by GPUs requested", BUCKET_X,
-              "queueing delay (s)", (("p50_s", "median"), ("p90_s", "90th percentile"),
-                                     ("p99_s", "99th percentile")),
-              x=("gpu_bucket",)),
+              (("queue_s", "delay"),), group=("gpu_bucket",), x_log=True, y_percent=True, fade=True,
+              compare_where=(), compare_panels="gpu_bucket"),
+    ChartSpec("queueing", "by_gpu_bucket", "dots", "Queueing delay quantiles by GPUs requested", BUCKET_X,
+              "queueing delay (s, log scale)", (("p50_s", "median"), ("p90_s", "90th percentile"),
+                                                ("p99_s", "99th percentile")),
+              x=("gpu_bucket",), y_log=True, count="jobs_with_value", fade=True, compare_where=()),
     ChartSpec("queueing", "waits_over_thresholds", "line",
               "Share of started jobs waiting longer than a threshold", "threshold (s, log scale)",
               "share of started jobs (%)", (("share_of_started", "waited longer"),), x=("threshold_s",),
-              group=("gpu_bucket",), x_log=True, y_percent=True, compare_where=(("gpu_bucket", "all"),)),
+              group=("gpu_bucket",), x_log=True, y_percent=True, compare_where=(("gpu_bucket", "all"),),
+              count="jobs_with_value", fade=True),
     ChartSpec("queueing", "cdf_by_gpu_type", "cdf", "Queueing delay of GPU jobs by GPU type (CDF)",
               "queueing delay (s, log scale)", "share of started jobs at or below x (%)",
               (("queue_s", "delay"),), group=("gpu_type",), x_log=True, y_percent=True),
@@ -147,19 +154,20 @@ CHART_SPECS: tuple[ChartSpec, ...] = (
     ChartSpec("queueing", "by_submit_hour", "line", "Queueing delay by local hour of submission",
               "hour of day of submission (local time)", "queueing delay (s, log scale)",
               (("p50_s", "median"), ("p90_s", "90th percentile")), x=("submit_hour",), y_log=True,
-              compare_where=()),
+              compare_where=(), count="jobs_with_value", fade=True),
     ChartSpec("queueing", "by_load_at_submit", "line", "Median queueing delay against the cluster's load at submission",
-              "allocated GPUs at submission, share of the reference (bin start)", "median queueing delay (s)",
-              (("p50_s", "median"),), x=("load_share_low",), group=("reference", "cluster"),
-              x_percent=True, compare_where=(("cluster", "all clusters"),)),
+              "allocated GPUs at submission, share of the reference (bin start)",
+              "median queueing delay (s, log scale)",
+              (("p50_s", "median"),), x=("load_share_low",), group=("reference", "cluster"), y_log=True,
+              x_percent=True, compare_where=(("cluster", "all clusters"),), count="jobs_with_value", fade=True),
     # failures
     ChartSpec("failures", "state_mix_by_gpu_bucket", "stack", "Final state by GPUs requested",
               BUCKET_X, "share of the bucket's jobs (%)", (("job_share", "jobs"),), x=("gpu_bucket",),
-              group=("state",), y_percent=True),
+              group=("state",), y_percent=True, count="jobs"),
     ChartSpec("failures", "failure_rate_by_gpu_bucket", "bar", "Failed share of finished jobs by GPUs requested",
               BUCKET_X, "share of finished jobs (%)",
               (("failed_share", "failed"), ("failed_or_cancelled_share", "failed or cancelled")),
-              x=("gpu_bucket",), y_percent=True, compare_where=()),
+              x=("gpu_bucket",), y_percent=True, compare_where=(), count="finished_jobs", fade=True),
     ChartSpec("failures", "time_to_failure_cdf", "cdf", "Run time of failed jobs before they failed (CDF)",
               "run time before failing (s, log scale)", "share of failed jobs at or below x (%)",
               (("run_s", "failed jobs"),), group=("gpu_bucket",), x_log=True, y_percent=True,
@@ -207,7 +215,8 @@ CHART_SPECS: tuple[ChartSpec, ...] = (
     # durations
     ChartSpec("durations", "run_time_cdf_by_gpu_bucket", "cdf", "Run time of jobs that ended, by GPUs requested (CDF)",
               "run time (s, log scale)", "share of ended jobs at or below x (%)", (("run_s", "ended jobs"),),
-              group=("gpu_bucket",), x_log=True, y_percent=True),
+              group=("gpu_bucket",), x_log=True, y_percent=True, fade=True, compare_where=(),
+              compare_panels="gpu_bucket"),
     ChartSpec("durations", "run_time_cdf_by_gpu_bucket", "cdf",
               "Run time of all jobs: ended jobs only against Kaplan-Meier with running jobs censored",
               "run time (s, log scale)", "share of jobs at or below x (%)",
@@ -299,7 +308,9 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
     where = tuple(dict.fromkeys(spec.where + (spec.compare_where or ()))) if compare else spec.where
     cdf = spec.kind == "cdf"
     bar = spec.kind in ("bar", "stack")
+    categorical = bar or spec.kind == "dots"
     series: list[Series] = []
+    x_labels: dict[str, str] = {}
     sources: list[Source] = []
     notes: list[str] = []
     colour_keys: dict[tuple[Any, ...], int] = {}
@@ -315,6 +326,7 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
             lacking.append(trace)
             continue
         frame = _filter(table.frame, where)
+        count_column = _count_column(spec, table.frame.columns)
         needed = [*spec.x, *spec.group, *(c for c, _ in spec.measures), *([P] if cdf else [])]
         if any(c not in table.frame.columns for c in needed) or frame.height == 0:
             lacking.append(trace)
@@ -339,17 +351,27 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
                                 if shown < len(ranked) else "."))
         for group in groups:
             group_values = [_group_value(c, group[c][0], spec.null_label) for c in spec.group]
-            if not cdf and not bar:
+            fixed = {c for c, _ in where}  # a group column the chart keeps one value of names nothing apart
+            group_names = [human_label(v, trace, c) for v, c in zip(group_values, spec.group) if c not in fixed]
+            if not cdf and not categorical:
                 group = group.sort(list(spec.x), nulls_last=True)
             for index, (column, label) in enumerate(spec.measures):
+                counts: list[Any] | None = None
                 if cdf:
                     pairs = [(plain(v), plain(p)) for v, p in zip(group[column], group[P]) if v is not None]
                     pairs.sort(key=lambda pair: (pair[0], pair[1]))
                 else:
                     x_values = ([_label(row, spec.null_label) for row in group.select(spec.x).iter_rows()]
-                                if bar or len(spec.x) > 1
+                                if categorical or len(spec.x) > 1
                                 else [_axis_value(v, spec.x_scale) for v in group[spec.x[0]]])
+                    if categorical:
+                        for raw, row in zip(x_values, group.select(spec.x).iter_rows()):
+                            x_labels.setdefault(raw, " / ".join(
+                                spec.null_label if v is None else str(human_label(v, trace, c))
+                                for v, c in zip(row, spec.x)))
                     pairs = [(x, plain(y)) for x, y in zip(x_values, group[column]) if x is not None]
+                    if count_column:
+                        counts = [plain(n) for x, n in zip(x_values, group[count_column]) if x is not None]
                     band = None
                     if spec.band and index == 0:
                         low, high = spec.band
@@ -358,24 +380,27 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
                 if not pairs or all(y is None for _, y in pairs) or all(x is None for x, _ in pairs):
                     continue
                 xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
-                if bar:
+                if categorical:
                     categories += [x for x in xs if x not in categories]
-                name_parts = ([trace] if compare else []) + ([_label(group_values)] if spec.group else [])
+                name_parts = ([trace] if compare else []) + ([_label(group_names)] if group_names else [])
                 if len(spec.measures) > 1 or not name_parts:
                     name_parts.append(label)
                 # Colour tells groups (and traces) apart, dashes the measures of a group; bars, and
                 # lines of one trace without groups, give each measure its own colour instead.
                 colour_key: tuple[Any, ...] = tuple(([trace] if compare else []) + group_values)
-                by_measure = len(spec.measures) > 1 and (bar or not colour_key)
+                by_measure = len(spec.measures) > 1 and not colour_key
                 if by_measure:
                     colour_key += (column,)
                 colour = colour_keys.setdefault(colour_key, len(colour_keys))
                 name = " · ".join(str(part) for part in name_parts)
                 if cdf and (count := _values_behind(group, column)) is not None:
                     name += f" (n={count:,})"
-                series.append(Series(name=name, trace=trace, x=xs, y=ys, rows=len(xs),
-                                     measure=column, dashed=(not bar and not by_measure and index > 0),
-                                     colour=colour, legend_group=" · ".join(str(k) for k in colour_key)))
+                    counts = [count] * len(xs)
+                    if spec.fade and count < MIN_JOBS:
+                        name += f", fewer than {MIN_JOBS}: faded"
+                series.append(Series(name=name, trace=trace, x=xs, y=ys, rows=len(xs), measure=column,
+                                     colour=colour, dash=index if len(spec.measures) > 1 and not by_measure else None,
+                                     n=counts, legend_group=" · ".join(str(k) for k in colour_key)))
                 if not cdf and not bar and band:
                     series[-1].band_low, series[-1].band_high = [b[0] for b in band], [b[1] for b in band]
         if len(series) == drawn_before:
@@ -384,6 +409,11 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
         sources.append(table_source(item, spec.module, table))
         definitions += [d for d in table.definitions if d not in definitions]
     notes += _thinning_notes(series, spec)
+    _distinct_styles(series, bar)
+    if categorical:
+        categories = natural_order(categories, spec.x)
+    if spec.fade and any(n is not None and n < MIN_JOBS for one in series for n in (one.n or [])):
+        notes.append(f"Faded: a statistic resting on fewer than {MIN_JOBS} jobs (n in the hover text).")
     if not series:
         if compare or sources:
             return None, f"{spec.title}: no values to draw for {', '.join(lacking) or 'any trace'}."
@@ -428,9 +458,11 @@ def build_chart(spec: ChartSpec, inputs: Sequence[TraceInput], compare: bool,
         x_type="date" if spec.kind == "time" and not days else None,
         x_percent=spec.x_percent,
         y_percent=spec.y_percent,
-        x_categories=categories if bar else None,
+        x_categories=categories if categorical else None,
+        x_labels={str(c): x_labels.get(c, str(c)) for c in categories} if categorical else None,
         panel=panel,
         panels=panels,
+        min_n=MIN_JOBS if spec.fade else None,
     )
     chart.synthetic_traces = synthetic_traces(chart, {i.result.trace for i in inputs if i.result.synthetic})
     return chart, None
@@ -441,7 +473,7 @@ def _thin(series: Series, spec: ChartSpec, count: int) -> str | None:
     its share of `MAX_CHART_POINTS` (at most `MAX_LINE_POINTS`) when longer, first dropping the
     inside points of runs of equal values (a straight line between their ends is the same). Returns
     how it was thinned, or None when every row is drawn."""
-    if spec.kind in ("bar", "stack"):
+    if spec.kind in ("bar", "stack", "dots"):
         return None
     if spec.kind == "cdf":
         series.x, series.y = thin_cdf(series.x, series.y, MAX_CDF_POINTS)
@@ -465,8 +497,12 @@ def _thinning_notes(series: Sequence[Series], spec: ChartSpec) -> list[str]:
     for log, axis in ((spec.x_log, "x"), (spec.y_log, "y")):
         if not log:
             continue
+        zero_line = axis == "y" and spec.kind != "cdf" and _in_seconds([c for c, _ in spec.measures])
+        if zero_line and any(v == 0 for s in series for v in s.y):
+            notes.append("A value of 0 s is drawn on the line marked 0 s at the bottom of the log axis.")
         hidden = [s.name for s in series
-                  if any(isinstance(v, (int, float)) and v <= 0 for v in (s.x if axis == "x" else s.y))]
+                  if any(isinstance(v, (int, float)) and (v < 0 if zero_line else v <= 0)
+                         for v in (s.x if axis == "x" else s.y))]
         if hidden:
             notes.append(f"Values at or below 0 cannot be drawn on the log {axis} axis (the table has them): "
                          + ", ".join(hidden) + ".")
@@ -475,6 +511,91 @@ def _thinning_notes(series: Sequence[Series], spec: ChartSpec) -> list[str]:
 
 #: Most panels a table's groups are split into (small multiples); the rest stay in the table.
 MAX_PANELS = 4
+
+#: Fewest jobs a drawn statistic (a median, a share, a CDF) rests on before it is drawn faded.
+MIN_JOBS = 30
+
+#: Names of the GPU buckets as charts show them (the table keeps `analysis.sql.GPU_BUCKET_ORDER`).
+BUCKET_NAMES: dict[str, str] = {"all": "all jobs", "0": "0 (CPU)", "(0,1)": "<1", "1": "1", "(1,2]": "1-2",
+                                "(2,4]": "2-4", "(4,8]": "4-8", ">8": ">8", "unknown": "unknown"}
+#: Names of other values that are identifiers in the tables.
+VALUE_NAMES: dict[str, str] = {"peak_allocation": "peak allocation", "capacity": "capacity"}
+#: Columns whose values are ddlx's own identifiers (table names, reference names), shown as words.
+IDENTIFIER_COLUMNS = frozenset({"capacity_source", "reference"})
+
+
+#: The GPU buckets in a sentence (the title of a chart of one bucket).
+BUCKET_TITLES: dict[str, str] = {
+    "all": "all jobs", "0": "CPU-only jobs", "(0,1)": "jobs asking for a fraction of one GPU",
+    "1": "jobs asking for 1 GPU", "(1,2]": "jobs asking for more than 1, up to 2 GPUs",
+    "(2,4]": "jobs asking for more than 2, up to 4 GPUs", "(4,8]": "jobs asking for more than 4, up to 8 GPUs",
+    ">8": "jobs asking for more than 8 GPUs", "unknown": "jobs whose GPU request is unknown"}
+#: Parts of chart ids for the GPU buckets (one chart per bucket in a compare report).
+BUCKET_SLUGS: dict[str, str] = {"all": "all", "0": "cpu-only", "(0,1)": "fraction-of-1", "1": "1-gpu",
+                                "(1,2]": "1-2-gpus", "(2,4]": "2-4-gpus", "(4,8]": "4-8-gpus", ">8": "over-8-gpus"}
+
+
+def human_label(value: Any, trace: str, column: str = "") -> Any:
+    """A value of `column` as a reader knows it: a GPU bucket by its range, an identifier with its
+    trace's prefix and underscores dropped ("philly_machine_list" -> "machine list"); other values as
+    they are."""
+    if not isinstance(value, str):
+        return value
+    if column == "gpu_bucket" and value in BUCKET_NAMES:
+        return BUCKET_NAMES[value]
+    if column not in IDENTIFIER_COLUMNS:
+        return value  # names from the trace (users, VCs, clusters) are shown exactly as written
+    if value in VALUE_NAMES:
+        return VALUE_NAMES[value]
+    if "_" in value and value == value.lower() and " " not in value:
+        from ddlx.datasets.traces import TRACES
+
+        prefixes = sorted({trace, *TRACES, *(name.replace("-", "_") for name in TRACES)} - {""}, key=len, reverse=True)
+        for prefix in prefixes:
+            if value.startswith(prefix + "_"):
+                value = value[len(prefix) + 1:]
+                break
+        return value.replace("_", " ")
+    return value
+
+
+def natural_order(categories: list[Any], x: Sequence[str]) -> list[Any]:
+    """The x categories in their natural order: GPU buckets by size (all jobs, CPU only and the
+    fraction of one GPU first), numbers by value, others as first met."""
+    from ddlx.analysis.sql import GPU_BUCKET_ORDER
+
+    if tuple(x) == ("gpu_bucket",):
+        order = {name: i for i, name in enumerate(("all", *GPU_BUCKET_ORDER))}
+        return sorted(categories, key=lambda c: order.get(c, len(order)))
+    try:
+        return sorted(categories, key=lambda c: float(c))
+    except (TypeError, ValueError):
+        return categories
+
+
+def _count_column(spec: ChartSpec, columns: Sequence[str]) -> str | None:
+    """The column giving each row's n (`ChartSpec.count`), None when the table has none."""
+    if spec.count is not None:
+        return spec.count if spec.count in columns else None
+    return next((c for c in COUNT_COLUMNS if c in columns), None)
+
+
+def _distinct_styles(series: list[Series], bar: bool) -> None:
+    """Give every series a style number (a line style with its marker; for bars, a fill pattern) so
+    that no two have colour and style alike: a series' own style is its measure's number when a group
+    draws several measures, else its colour's (no pattern for bars); a style already taken with the
+    same colour moves to the next one."""
+    from ddlx.reports.charts import LINE_STYLES, PALETTE
+
+    taken: set[tuple[int, int]] = set()
+    styles = len(PALETTE) * len(LINE_STYLES)
+    for one in series:
+        colour = one.colour or 0
+        dash = one.dash if one.dash is not None else (0 if bar else colour)
+        while (colour % len(PALETTE), dash % len(LINE_STYLES)) in taken and len(taken) < styles:
+            dash += 1
+        taken.add((colour % len(PALETTE), dash % len(LINE_STYLES)))
+        one.dash = dash
 
 #: Columns of a CDF table that count the values behind one distribution, in order of preference.
 COUNT_COLUMNS: tuple[str, ...] = ("jobs_with_value", "jobs", "instances", "tasks", "metric_rows", "gpu_minutes",

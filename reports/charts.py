@@ -72,6 +72,14 @@ LABEL_CHAR_PX = 6.5
 #: Line styles of the series of a line chart, with the colours: series stay apart in grey print
 #: and for readers who do not tell the colours apart.
 LINE_STYLES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+#: Marker symbols, in the order of the line styles (a series' `dash` number picks both).
+MARKERS = ("circle", "square", "diamond", "triangle-up", "cross", "x")
+#: Fill patterns of bars whose colour another bar series of the chart shares (by `dash` number; 0: none).
+PATTERNS = ("", "/", "\\", "x", ".", "+")
+#: Opacity of a point whose statistic rests on fewer jobs than the chart's `min_n`.
+FADED_OPACITY = 0.3
+#: Where a zero is drawn on a log axis of seconds (a log axis has no 0): its tick reads "0 s".
+ZERO_ON_LOG_S = 0.5
 
 #: The mark drawn across the plot of a chart of SYNTHETIC data (generated, not real cluster data):
 #: large slanted text in the middle of the plot area, part of the figure itself, so the page's
@@ -165,30 +173,135 @@ def synthetic_mark(chart: "Chart") -> dict[str, Any] | None:
             "yanchor": "middle", "showarrow": False, "textangle": -18, "font": dict(SYNTHETIC_MARK_FONT)}
 
 
+def series_style(series: "Series", index: int) -> tuple[str, str, str, str]:
+    """(colour, line style, marker symbol, bar pattern) of `series`, the `index`-th of its chart: its
+    style number picks the line style and marker of a line, the fill pattern of a bar."""
+    colour = series.colour if series.colour is not None else index
+    dash = series.dash if series.dash is not None else colour
+    return (PALETTE[colour % len(PALETTE)], LINE_STYLES[dash % len(LINE_STYLES)], MARKERS[dash % len(MARKERS)],
+            PATTERNS[dash % len(PATTERNS)] if series.dash is not None else "")
+
+
+def value_text(value: Any, percent: bool, seconds: bool) -> str:
+    """A drawn value as its hover text says it: a share as percent, seconds with their unit."""
+    if value is None:
+        return "no value"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if percent:
+        return f"{value * 100:.3g} %"
+    shown = f"{value:,.0f}" if abs(value) >= 1000 or value == int(value) else f"{value:.3g}"
+    return f"{shown} s" if seconds else shown
+
+
+def _hover(chart: "Chart", series: "Series", xs: Sequence[Any], ys: Sequence[Any],
+           ns: Sequence[Any] | None) -> list[str]:
+    """One hover text per point: the series, x, y with its unit, and the n it rests on."""
+    labels = chart.x_labels or {}
+    cdf = chart.kind == "cdf"
+    texts = []
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        x_text = labels.get(str(x), x) if chart.x_categories else value_text(x, chart.x_percent, chart.x_seconds)
+        y_text = value_text(y, chart.y_percent, chart.y_seconds)
+        line = f"{series.name}<br>{x_text}: {y_text}" if not cdf else f"{series.name}<br>{y_text} at or below {x_text}"
+        n = ns[i] if ns is not None and i < len(ns) else None
+        if n is not None:
+            line += f"<br>n = {n:,}"
+            if chart.min_n is not None and n < chart.min_n:
+                line += f" (fewer than {chart.min_n}: faded)"
+        texts.append(html.escape(line, quote=False).replace("&lt;br&gt;", "<br>"))
+    return texts
+
+
+def _faded(chart: "Chart", ns: Sequence[Any] | None, count: int) -> list[bool]:
+    """Per point: whether its statistic rests on fewer than `chart.min_n` jobs."""
+    if chart.min_n is None or ns is None:
+        return [False] * count
+    return [n is not None and n < chart.min_n for n in ns]
+
+
+def _zero_floor(chart: "Chart") -> bool:
+    """Whether zeros of this chart's y values are drawn at `ZERO_ON_LOG_S` (a log axis of seconds)."""
+    return chart.y_log and chart.y_seconds and any(y == 0 for s in chart.series for y in s.y)
+
+
 def figure(chart: "Chart") -> dict[str, Any]:
     """The plotly figure of `chart` as a JSON-ready dict (`data` and `layout`; the shared
     `BASE_LAYOUT` is merged in by the page), written as plotly.js reads it: plain traces and
     layout, without building plotly's Python figure objects (which check each property and cost
     about 6 ms a chart). `tests/test_report_model.py` checks that plotly's validated figure is
-    the same one."""
+    the same one.
+
+    Every series has its own colour, line style and marker together (`series_style`); hover says
+    the n each point rests on, bars carry it as a label; a statistic resting on fewer than
+    `chart.min_n` jobs is drawn faded; a zero is drawn (at `ZERO_ON_LOG_S` on a log axis of seconds)
+    and a missing bar is marked."""
     bar = chart.kind in ("bar", "stack")
+    dots = chart.kind == "dots"
+    floor = _zero_floor(chart)
     traces = []
+    missing: tuple[list[Any], list[str]] = ([], [])
     for index, series in enumerate(chart.series):
-        colour = PALETTE[(series.colour if series.colour is not None else index) % len(PALETTE)]
-        common = {"x": _texts(series.x), "y": _texts(series.y), "name": text(series.name),
+        colour, style, symbol, pattern = series_style(series, index)
+        ys = [ZERO_ON_LOG_S if floor and y == 0 else y for y in series.y]
+        faded = _faded(chart, series.n, len(series.x))
+        common = {"x": _texts(series.x), "y": _texts(ys), "name": text(series.name),
                   "legendgroup": text(series.legend_group or series.name)}
+        # Per-point hover texts only where a point has an n (or a zero drawn at the floor) to say.
+        hover = _hover(chart, series, series.x, series.y, series.n) if series.n is not None or floor else None
+        if hover is not None:
+            common.update(hovertext=hover, hoverinfo="text")
         if bar:
-            traces.append({"type": "bar", "marker": {"color": colour}, **common})
-        else:
-            style = LINE_STYLES[(series.colour if series.colour is not None else index) % len(LINE_STYLES)]
-            line = {"color": colour, "width": 1.8, "dash": "dash" if series.dashed else style}
-            if chart.kind == "cdf":
-                line["shape"] = "hv"
-            mode = "lines+markers" if series.rows <= 30 and chart.kind != "time" else "lines"
-            if series.band_low is not None and series.band_high is not None:
-                traces += _band(series, colour, common)
-            traces.append({"type": "scatter", "mode": mode, "line": line, "marker": {"size": 5}, "connectgaps": False,
-                           **common})
+            marker: dict[str, Any] = {"color": colour, "opacity": [FADED_OPACITY if f else 1 for f in faded]}
+            if pattern:
+                marker["pattern"] = {"shape": pattern}
+            labels = [("0, " if y == 0 else "") + (f"n={n:,}" if n is not None else "")
+                      for y, n in zip(series.y, series.n or [None] * len(series.y))]
+            trace = {"type": "bar", "marker": marker, **common}
+            if any(labels):
+                stacked = chart.kind == "stack"
+                trace.update(text=labels, textposition="inside" if stacked else "outside", cliponaxis=False,
+                             textfont={"size": 10}, textangle=0 if stacked else -90, insidetextanchor="middle")
+            traces.append(trace)
+            continue
+        line = {"color": colour, "width": 1.8, "dash": style}
+        if chart.kind == "cdf":
+            line["shape"] = "hv"
+        mode = "markers" if dots else ("lines+markers" if series.rows <= 30 and chart.kind != "time" else "lines")
+        if series.band_low is not None and series.band_high is not None:
+            traces += _band(series, colour, common)
+        whole_faded = chart.kind == "cdf" and any(faded)
+        kept = list(common["y"]) if dots or whole_faded else [None if f else y for y, f in zip(common["y"], faded)]
+        trace = {"type": "scatter", "mode": mode, "line": line, "connectgaps": False,
+                 "marker": {"size": 9 if dots else 5, "symbol": symbol, "color": colour,
+                            **({"opacity": [FADED_OPACITY if f else 1 for f in faded]} if dots else {})},
+                 **common, "y": kept}
+        if whole_faded:
+            trace["opacity"] = FADED_OPACITY + 0.2
+        if dots:
+            trace["offsetgroup"] = text(series.name)
+        traces.append(trace)
+        if any(faded) and not dots and not whole_faded:
+            traces.append({"type": "scatter", "mode": "markers", "x": common["x"],
+                           "y": [y if f else None for y, f in zip(common["y"], faded)],
+                           "name": text(f"{series.name}, fewer than {chart.min_n} jobs"),
+                           "legendgroup": common["legendgroup"], "showlegend": False,
+                           **({"hovertext": hover, "hoverinfo": "text"} if hover is not None else {}),
+                           "marker": {"size": 6, "symbol": symbol, "color": colour, "opacity": FADED_OPACITY}})
+    if chart.kind in ("bar", "dots") and chart.x_categories:
+        labels = chart.x_labels or {}
+        for series in chart.series:
+            values = {x: y for x, y in zip(series.x, series.y)}
+            for x in chart.x_categories:
+                if values.get(x) is None:
+                    missing[0].append(text(x))
+                    missing[1].append(html.escape(f"{series.name}: no value at {labels.get(str(x), x)}", quote=False))
+    if missing[0] and (not chart.y_log or floor or chart.y_seconds):
+        base = ZERO_ON_LOG_S if chart.y_log else 0
+        traces.append({"type": "scatter", "mode": "markers", "x": missing[0], "y": [base] * len(missing[0]),
+                       "name": "no value", "hovertext": missing[1], "hoverinfo": "text",
+                       "marker": {"symbol": "x-thin-open", "size": 10, "color": "#7f7f7f",
+                                  "line": {"width": 2, "color": "#7f7f7f"}}})
     x_axis: dict[str, Any] = {"title": {"text": text(chart.x_title)}}
     y_axis: dict[str, Any] = {"title": {"text": text(chart.y_title)}}
     if chart.x_log:
@@ -198,16 +311,27 @@ def figure(chart: "Chart") -> dict[str, Any]:
     margin_bottom = None
     if chart.x_categories:
         x_axis.update(type="category", categoryorder="array", categoryarray=_texts(chart.x_categories))
-        longest = min(30, max(len(str(c)) for c in chart.x_categories))
-        # Turned upright only when side by side the labels would run into each other.
-        if longest * LABEL_CHAR_PX > PLOT_WIDTH_PX / len(chart.x_categories) - 8:
+        shown = [str((chart.x_labels or {}).get(str(c), c)) for c in chart.x_categories]
+        room = PLOT_WIDTH_PX / len(chart.x_categories) - 8
+        # Labels of several parts ("cluster / source") go on lines of their own where one line would
+        # not fit; turned upright only when side by side even those would run into each other.
+        parts = [label.split(" / ") for label in shown]
+        wrap = max(len(c) for c in shown) * LABEL_CHAR_PX > room and max(len(p) for p in parts) > 1
+        longest = min(30, max(len(line) for p in parts for line in (p if wrap else [" / ".join(p)])))
+        if chart.x_labels or wrap:
+            ticktext = ["<br>".join(text(line) for line in p) if wrap else text(" / ".join(p)) for p in parts]
+            x_axis.update(tickmode="array", tickvals=_texts(chart.x_categories), ticktext=ticktext)
+        if longest * LABEL_CHAR_PX > room:
             x_axis["tickangle"] = -90
             margin_bottom = 56 + int(6.5 * longest)
+        elif wrap:
+            margin_bottom = 56 + 14 * max(len(p) for p in parts)
     if chart.y_log:
         y_axis["type"] = "log"
     for axis, log, seconds in ((x_axis, chart.x_log, chart.x_seconds), (y_axis, chart.y_log, chart.y_seconds)):
         if log and seconds:
-            axis.update(tickvals=[v for v, _ in DURATION_TICKS], ticktext=[t for _, t in DURATION_TICKS])
+            ticks = ([(ZERO_ON_LOG_S, "0 s")] if axis is y_axis and floor else []) + list(DURATION_TICKS)
+            axis.update(tickvals=[v for v, _ in ticks], ticktext=[t for _, t in ticks])
     # Percent ticks with as many decimals as they need ("~"), so no two ticks read the same.
     if chart.y_percent:
         y_axis.update(tickformat=".3~%", hoverformat=".2%")
@@ -221,6 +345,8 @@ def figure(chart: "Chart") -> dict[str, Any]:
         layout["margin"] = {**BASE_LAYOUT["margin"], "b": margin_bottom}
     if bar:
         layout["barmode"] = "stack" if chart.kind == "stack" else "group"
+    if dots:
+        layout.update(scattermode="group", scattergap=0.4)
     mark = synthetic_mark(chart)
     if mark is not None:
         layout["annotations"] = [mark]

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from ddlx.analysis.model import AnalysisResult
 from ddlx.errors import DdlxError
 from ddlx.reports.model import Report
@@ -49,6 +51,35 @@ def build_compare_report(results: Sequence[AnalysisResult], title: str | None = 
     return assemble(inputs, compare=True, title=title)
 
 
+#: The per-bucket statistics `bucket_table` puts side by side: (module, table, what, n column).
+BUCKET_STATISTICS: tuple[tuple[str, str, str, str], ...] = (
+    ("queueing", "by_gpu_bucket", "queueing delay", "jobs_with_value"),
+    ("durations", "run_time_by_gpu_bucket", "run time (ended jobs)", "finished_jobs"),
+)
+
+
+def bucket_table(results: Sequence[AnalysisResult]) -> pl.DataFrame:
+    """Queueing delay and run time by GPUs requested, per trace and bucket: what, trace, GPUs
+    requested, n (started jobs for the delay, ended jobs for the run time), p50_s and p90_s (seconds),
+    in the buckets' natural order; the rows of each module that was run."""
+    from ddlx.reports.chart_specs import BUCKET_NAMES, module_result, natural_order
+
+    rows = []
+    for module, table_name, what, count in BUCKET_STATISTICS:
+        for result in results:
+            found = module_result(result, module)
+            table = None if found is None else next((t for t in found.tables if t.name == table_name), None)
+            if table is None:
+                continue
+            frame = {row["gpu_bucket"]: row for row in table.frame.iter_rows(named=True)}
+            for bucket in natural_order(list(frame), ("gpu_bucket",)):
+                row = frame[bucket]
+                rows.append({"what": what, "trace": result.trace, "gpus_requested": BUCKET_NAMES.get(bucket, bucket),
+                             "n": row[count], "p50_s": row["p50_s"], "p90_s": row["p90_s"]})
+    return pl.DataFrame(rows, schema={"what": pl.String, "trace": pl.String, "gpus_requested": pl.String,
+                                      "n": pl.Int64, "p50_s": pl.Float64, "p90_s": pl.Float64})
+
+
 def default_out_dir(names: Sequence[str]) -> Path:
     return Path("ddlx-results") / ("compare-" + "-".join(names))
 
@@ -56,9 +87,9 @@ def default_out_dir(names: Sequence[str]) -> Path:
 def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
                 modules: Sequence[str] | None = None, use_sample: bool = False,
                 options: dict[str, Any] | None = None,
-                progress: Callable[[str], None] | None = None) -> tuple[Path, Report]:
+                progress: Callable[[str], None] | None = None) -> tuple[Path, Report, list[AnalysisResult]]:
     """Analyse each of `names`, write their results folders and the compare report into `out_dir`;
-    returns the path of `report.html` and the report."""
+    returns the path of `report.html`, the report and the analyses."""
     from ddlx.analysis.runner import run_analysis
     from ddlx.datasets.synthetic import home_with_jobs_or_sample
 
@@ -67,7 +98,7 @@ def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
     homes = {name: home_with_jobs_or_sample(Path(home), name, use_sample, progress) for name in names}
     results = [run_analysis(homes[name], name, modules, progress=progress, options=options) for name in names]
     report = build_compare_report(results)
-    return write_compare(results, report, out_dir), report
+    return write_compare(results, report, out_dir), report, results
 
 
 def write_compare(results: Sequence[AnalysisResult], report: Report, out_dir: Path) -> Path:

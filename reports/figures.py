@@ -80,7 +80,7 @@ RESTARTS = 1
 BROWSER_VARIABLE = "BROWSER_PATH"
 
 #: The kinds of chart `ddlx.reports.charts.figure` draws.
-CHART_KINDS = ("cdf", "line", "time", "bar", "stack")
+CHART_KINDS = ("cdf", "line", "time", "bar", "stack", "dots")
 #: A chart id, which names its figure file: lower-case letters and digits in dash-separated words.
 CHART_ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
@@ -152,18 +152,19 @@ def _json_kind(value: Any) -> str:
 def _series(reader: _Reader, data: Any, where: str) -> Series:
     if not isinstance(data, dict):
         raise reader.fail(where, f"expected a series (an object), not {_json_kind(data)}")
-    string, flag, count = (str,), (bool,), (int,)
+    string, count = (str,), (int,)
     series = Series(name=reader.get(data, "name", where, string, "the series' name (text)"),
                     trace=reader.get(data, "trace", where, string, "the trace's name (text)"),
                     x=reader.values(data, "x", where), y=reader.values(data, "y", where),
                     rows=reader.get(data, "rows", where, count, "a count of rows", 0),
                     measure=reader.get(data, "measure", where, string, "a column name (text)", ""),
-                    dashed=reader.get(data, "dashed", where, flag, "true or false", False),
                     colour=reader.get(data, "colour", where, (int, type(None)), "a colour number or null", None),
+                    dash=reader.get(data, "dash", where, (int, type(None)), "a line style number or null", None),
+                    n=reader.values(data, "n", where, None),
                     legend_group=reader.get(data, "legend_group", where, (str, type(None)), "text or null", None),
                     band_low=reader.values(data, "band_low", where, None),
                     band_high=reader.values(data, "band_high", where, None))
-    for key in ("y", "band_low", "band_high"):
+    for key in ("y", "band_low", "band_high", "n"):
         values = getattr(series, key)
         if values is not None and len(values) != len(series.x):
             raise reader.fail(f"{where}.{key}", f"{len(values)} values for the {len(series.x)} of x; expected "
@@ -195,7 +196,19 @@ def _chart(reader: _Reader, data: Any, where: str) -> Chart:
         definitions=[], series=[_series(reader, s, f"{where}.series[{i}]") for i, s in enumerate(series)],
         sources=[], query="", derivation="",
         x_type=reader.get(data, "x_type", where, (str, type(None)), "an axis type (text) or null", None),
-        x_categories=reader.values(data, "x_categories", where, None), **flags)
+        x_categories=reader.values(data, "x_categories", where, None),
+        x_labels=_labels(reader, data, where),
+        min_n=reader.get(data, "min_n", where, (int, type(None)), "a count of jobs or null", None), **flags)
+
+
+def _labels(reader: _Reader, data: dict[str, Any], where: str) -> dict[str, str] | None:
+    """The chart's `x_labels` (category value -> shown name), checked."""
+    labels = data.get("x_labels")
+    if labels is None:
+        return None
+    if not isinstance(labels, dict) or not all(isinstance(v, (str, int, float)) for v in labels.values()):
+        raise reader.fail(f"{where}.x_labels", f"expected an object of category names, not {_json_kind(labels)}")
+    return {str(k): str(v) for k, v in labels.items()}
 
 
 def _synthetic_names(reader: _Reader, report: dict[str, Any]) -> set[str]:

@@ -56,8 +56,12 @@ class Series:
     y: list[Any]
     rows: int  # rows of the table behind this series
     measure: str = ""  # the column drawn
-    dashed: bool = False
+    #: Palette colour, line style and marker numbers (`charts.PALETTE`, `LINE_STYLES`, `MARKERS`): no two
+    #: series of a chart have all three alike.
     colour: int | None = None
+    dash: int | None = None
+    #: Jobs (or the table's count) behind each point, for hover and labels; None where the table has no count.
+    n: list[Any] | None = None
     legend_group: str | None = None
     #: The spread around the line (e.g. min and max over seeds) at each x, drawn as a shaded band.
     band_low: list[Any] | None = None
@@ -74,7 +78,7 @@ class Chart:
 
     id: str
     module: str
-    kind: str  # cdf | line | time | bar | stack
+    kind: str  # cdf | line | time | bar | stack | dots (points by category)
     title: str
     x_title: str
     y_title: str
@@ -98,6 +102,10 @@ class Chart:
     panels: int = 1
     #: The traces drawn whose data is SYNTHETIC (the chart then carries the SYNTHETIC mark).
     synthetic_traces: list[str] = field(default_factory=list)
+    #: Points whose statistic rests on fewer than this many jobs are drawn faded (None: none is).
+    min_n: int | None = None
+    #: Human names of the x categories, by value (the values stay in the table and the query).
+    x_labels: dict[str, str] | None = None
 
     @property
     def points_drawn(self) -> int:
@@ -389,7 +397,7 @@ def display(value: Any, unit: str = "") -> str:
     if value is None:
         return "-"
     if unit == "fraction" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value * 100:.4g}%"
+        return f"{value * 100:.4g} %"
     return format_value(value)
 
 

@@ -12,14 +12,26 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from ddlx.analysis.definitions import get_definition
 from ddlx.analysis.model import AnalysisResult, ModuleResult, ResultTable
-from ddlx.reports.chart_specs import build_chart, chart_specs, module_result, table_source
+from ddlx.reports.chart_specs import (
+    BUCKET_SLUGS,
+    BUCKET_TITLES,
+    ChartSpec,
+    build_chart,
+    chart_specs,
+    human_label,
+    module_result,
+    natural_order,
+    table_source,
+)
 from ddlx.reports.model import (
     BoundCheck,
     Cell,
+    Chart,
     Column,
     DataQuality,
     InputTable,
@@ -138,6 +150,9 @@ def _module_section(inputs: Sequence[TraceInput], module: str, title: str, summa
     for spec in chart_specs():
         if spec.module != module or (compare and spec.compare_where is None) or (not compare and not spec.in_trace):
             continue
+        if compare and spec.compare_panels:
+            section.charts += compare_panels(spec, inputs)
+            continue
         chart, note = build_chart(spec, inputs, compare)
         if chart is not None:
             section.charts.append(chart)
@@ -156,6 +171,29 @@ def _module_section(inputs: Sequence[TraceInput], module: str, title: str, summa
         else:
             section.listed_tables.extend(sources)
     return section
+
+
+def compare_panels(spec: ChartSpec, inputs: Sequence[TraceInput]) -> list[Chart]:
+    """The charts of `spec` in a compare report with one chart per value of `spec.compare_panels`
+    (e.g. one per GPU bucket, in their natural order), each with one series per trace."""
+    column = spec.compare_panels
+    values: list[Any] = []
+    for item in inputs:
+        module = module_result(item.result, spec.module)
+        table = None if module is None else next((t for t in module.tables if t.name == spec.table), None)
+        if table is not None and column in table.frame.columns:
+            values += [v for v in table.frame[column].unique(maintain_order=True).to_list() if v not in values]
+    charts = []
+    for value in natural_order(values, (column,)):
+        part = BUCKET_SLUGS.get(value, str(value)) if column == "gpu_bucket" else str(value)
+        one = replace(spec, compare_where=((column, value),), key=slug(spec.key, part) if spec.key else slug(part),
+                      title=f"{spec.title}: "
+                            + (BUCKET_TITLES.get(value, str(value)) if column == "gpu_bucket"
+                               else str(human_label(value, "", column))))
+        chart, _ = build_chart(one, inputs, compare=True)
+        if chart is not None:
+            charts.append(chart)
+    return charts
 
 
 def aligned_numbers(module: str, per_trace: Mapping[str, ModuleResult | None]) -> list[NumberRow]:

@@ -83,9 +83,9 @@ def format_findings(result: Any) -> str:
         lines.append(f"\n{module.module}:")
         for finding in module.findings:
             value = format_value(finding.value)
-            if finding.unit == "fraction" and isinstance(finding.value, float):
-                value = f"{finding.value:.1%}"
-            unit = "" if finding.unit == "fraction" else finding.unit
+            if finding.unit == "fraction" and isinstance(finding.value, (int, float)):
+                value = f"{finding.value * 100:.1f}"  # a share in percent, written as every percent is
+            unit = "%" if finding.unit == "fraction" else finding.unit
             lines.append(f"  {finding.text:<{width}} {value:>14} {unit:<10} [{finding.definition}]")
             if finding.alternative:
                 lines.append(f"  {'':<{width}} ({finding.alternative})")

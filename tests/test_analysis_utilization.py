@@ -560,7 +560,7 @@ def test_philly_capacity_from_both_sources(philly_home: Path) -> None:
     assert summary["philly_gpu_util"]["peak_share"] == pytest.approx(2 / 6)
     assert summary["philly_machine_list"]["peak_share"] == pytest.approx(2 / 5)
     assert result.finding("allocated_share_peak").alternative == (
-        "50.0% if the 1 started job with no recorded end is held to the trace end")
+        "50.0 % if the 1 started job with no recorded end is held to the trace end")
     # The headline share is against the GPUs seen in the log (the list under-counts).
     assert "capacity.philly_gpu_util" in result.finding("allocated_share_peak").population
 

@@ -236,3 +236,50 @@ def test_reports_inline_in_a_notebook_page_draw_their_own_charts(browser, pai_sa
         page.screenshot(path=str(tmp_path / "notebook.png"), full_page=False)
     finally:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def three_samples(tmp_path_factory: pytest.TempPathFactory) -> list:
+    base = tmp_path_factory.mktemp("three-samples")
+    return [run_analysis(ensure_sample(base / "home", trace), trace) for trace in ("helios", "philly", "pai")]
+
+
+def test_compare_report_answers_per_bucket_questions_as_figures(browser, three_samples, tmp_path: Path) -> None:
+    """`ddlx report compare helios philly pai` on the samples, opened in Chromium: the queueing
+    delay and run time by GPUs requested are one panel per bucket with one line per trace having
+    that bucket, the quantiles are points on a log axis whose bucket ticks read in size order, and a
+    statistic of fewer than 30 jobs is drawn faded. Screenshots of those charts are saved (paths
+    printed)."""
+    from ddlx.reports.chart_specs import BUCKET_NAMES, MIN_JOBS
+
+    report = build_compare_report(three_samples)
+    path = write_report_files(report, tmp_path / "compare")
+    visit = Visit(browser, path, tmp_path / "compare-three.png")
+    try:
+        visit.assert_clean()
+        _assert_every_chart_drawn(visit, [c.id for c in report.charts])
+        plots = {p["id"]: p for p in visit.plots()}
+        for prefix in ("chart-queueing-cdf-by-gpu-bucket-", "chart-durations-run-time-cdf-by-gpu-bucket-"):
+            panels = [c for c in report.charts if c.id.startswith(prefix) and not c.id.endswith("-km")]
+            assert len(panels) >= 6
+            for chart in panels:
+                bucket = chart.series[0].name  # e.g. "helios (n=5,239)"
+                assert plots[chart.id]["lines"] == len(chart.series) == len({s.trace for s in chart.series}), bucket
+                visit.page.locator(f"figure#{chart.id}").screenshot(path=str(tmp_path / f"{chart.id}.png"))
+        quantiles = next(c for c in report.charts if c.id == "chart-queueing-by-gpu-bucket")
+        figure = visit.page.locator("figure#chart-queueing-by-gpu-bucket")
+        figure.screenshot(path=str(tmp_path / "chart-queueing-by-gpu-bucket.png"))
+        print(f"screenshots: {tmp_path}")
+        ticks = figure.locator("g.xtick text").all_text_contents()
+        assert ticks == [BUCKET_NAMES[b] for b in quantiles.x_categories]
+        assert figure.locator("g.ytick text").all_text_contents()[0] in ("0 s", "1 s")
+        assert visit.page.evaluate("""() => document.querySelector(
+            'figure#chart-queueing-by-gpu-bucket .js-plotly-plot')._fullLayout.yaxis.type""") == "log"
+        small = [(s.name, x) for s in quantiles.series for x, y, n in zip(s.x, s.y, s.n)
+                 if n < MIN_JOBS and y is not None]  # drawn points only (no jobs: no value, marked apart)
+        opacities = visit.page.evaluate("""() => Array.from(document.querySelectorAll(
+            'figure#chart-queueing-by-gpu-bucket g.scatterlayer g.trace g.points path.point'))
+            .map(p => parseFloat(getComputedStyle(p).opacity))""")
+        assert small and sum(1 for o in opacities if o < 0.5) >= len(small)
+    finally:
+        visit.close()

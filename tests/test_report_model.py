@@ -26,6 +26,7 @@ from ddlx.datasets.ingest import ingest
 from ddlx.datasets.synthetic import home_with_jobs_or_sample
 from ddlx.errors import CatalogError
 from ddlx.reports import charts
+from ddlx.reports.chart_specs import BUCKET_NAMES, MIN_JOBS
 from ddlx.reports.compare import CompareError, build_compare_report, check_names
 from ddlx.reports.render import render_html, render_markdown
 from ddlx.reports.report import MODULE_SECTIONS, build_report
@@ -106,7 +107,7 @@ def test_headline_is_the_overview_findings_with_units_and_definitions(lab: Analy
     overview = next(s for s in report.sections if s.id.endswith("overview"))
     share = next(r for r in overview.numbers if r.unit == "fraction")
     finding = next(f for f in findings if f.name == share.name)
-    assert share.cells[0].value == finding.value and share.cells[0].display == f"{finding.value * 100:.4g}%"
+    assert share.cells[0].value == finding.value and share.cells[0].display == f"{finding.value * 100:.4g} %"
     assert finding.basis == 30 and share.cells[0].small_sample == "only 30: a small sample, not a headline"
 
 
@@ -355,10 +356,12 @@ def test_charts_fit_for_a_paper(lab: AnalysisResult) -> None:
     drawn = [c for s in report.sections for c in s.charts]
     cdf = next(c for c in drawn if c.id == "chart-queueing-cdf-by-gpu-bucket")
     table = lab.module("queueing").table("cdf_by_gpu_bucket")
+    buckets = {shown: bucket for bucket, shown in BUCKET_NAMES.items()}
     for series in cdf.series:
-        bucket = series.name.split(" (n=")[0]
-        count = table.filter(pl.col("gpu_bucket") == bucket)["jobs_with_value"][0]
-        assert series.name == f"{bucket} (n={count:,})"
+        shown = series.name.split(" (n=")[0]
+        count = table.filter(pl.col("gpu_bucket") == buckets[shown])["jobs_with_value"][0]
+        assert series.name.startswith(f"{shown} (n={count:,})")
+        assert series.name.endswith("faded") == (count < MIN_JOBS)
     assert all(not (c.kind in ("bar", "stack") and (c.x_log or c.y_log)) for c in drawn)
     assert all(len(c.series) <= 6 or c.kind in ("bar", "stack") for c in drawn)
     figure = charts.figure(cdf)
@@ -421,9 +424,11 @@ def test_figures_are_what_plotly_itself_builds(lab: AnalysisResult, pai: Analysi
 
     drawn = [c for result in (lab, pai) for c in build_report(result).charts]
     assert {c.kind for c in drawn} >= {"cdf", "bar", "time"}
-    banded = Series("mean", "t", [1, 2, 3], [0.2, 0.5, 0.4], 3, dashed=True, band_low=[0.1, 0.4, 0.3],
+    banded = Series("mean", "t", [1, 2, 3], [0.2, 0.5, 0.4], 3, dash=1, band_low=[0.1, 0.4, 0.3],
                     band_high=[0.3, 0.6, None])
     many = [Series(f"<b>s{k}</b>", "t", [1, 2], [k, k + 1], 2, colour=k) for k in range(9)]
+    counted = Series("p50", "t", ["0", "1"], [0.0, 12.0], 2, colour=0, dash=2, n=[5, 400])
+    counted_line = Series("p50", "t", [1, 2, 3], [3.0, 900.0, 4.0], 3, n=[100, 11, 100])
     labels = [f"cluster-{k} / vc-{k:03d}" for k in range(12)]
     drawn += [
         Chart("band", "m", "line", "t", "x", "y", [], [banded, many[0]], [], "SELECT 1", "", x_log=True,
@@ -431,6 +436,11 @@ def test_figures_are_what_plotly_itself_builds(lab: AnalysisResult, pai: Analysi
         Chart("many", "m", "cdf", "t", "x", "y", [], many, [], "SELECT 1", "", y_log=True, x_percent=True),
         Chart("stack", "m", "stack", "t", "x", "y", [], many[:3], [], "SELECT 1", "", x_categories=labels),
         Chart("dates", "m", "time", "t", "x", "y", [], many[:2], [], "SELECT 1", "", x_type="date"),
+        Chart("dots", "m", "dots", "t", "x", "y", [], [counted], [], "SELECT 1", "", y_log=True, y_seconds=True,
+              x_categories=["0", "(0,1)", "1"], x_labels={"0": "0 (CPU)", "(0,1)": "<1", "1": "1"}, min_n=30),
+        Chart("counted", "m", "bar", "t", "x", "y", [], [counted, many[1]], [], "SELECT 1", "", min_n=30,
+              x_categories=["0", "(0,1)", "1"]),
+        Chart("faded", "m", "line", "t", "x", "y", [], [counted_line], [], "SELECT 1", "", min_n=30),
     ]
     for chart in drawn:
         figure = charts.figure(chart)
