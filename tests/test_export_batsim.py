@@ -2,7 +2,9 @@
 
 A seven-job table imported by hand; every job and profile is worked out below from the rows,
 independently of the exporter, and the file is read back with Batsim's own rules (`src/workload.cpp`,
-`src/jobs.cpp`, `src/profiles.cpp`).
+`src/jobs.cpp`, `src/profiles.cpp`) of the release it targets: Batsim 5.0.0-rc2 by default (tag
+v5.0.0-rc2, whose `Profile::from_json` knows the delay type only as `DelayProfile`), Batsim 4.2.1 with
+`--option version=4` (tag v4.2.1: only `delay`).
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ JOBS = [
     {"id": "3", "subtime": 200.25, "res": 3, "profile": "delay_3600"},  # j-e: shares j-b's profile
     {"id": "4", "subtime": 400, "res": 1, "profile": "delay_60"},      # j-g
 ]
-PROFILES = {"delay_600.5": {"type": "delay", "delay": 600.5}, "delay_3600": {"type": "delay", "delay": 3600},
-            "delay_60": {"type": "delay", "delay": 60}}
+PROFILES = {"delay_600.5": {"type": "DelayProfile", "delay": 600.5},
+            "delay_3600": {"type": "DelayProfile", "delay": 3600}, "delay_60": {"type": "DelayProfile", "delay": 60}}
+#: The delay profile type each Batsim release accepts (any other stops it: "unknown type").
+DELAY_TYPE_OF = {"5.0.0-rc2": "DelayProfile", "4.2.1": "delay"}
 
 
 @pytest.fixture()
@@ -51,14 +55,16 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def load_workload(path: Path, version: int = 4, workload_name: str = "w0") -> dict[str, Any]:
-    """Batsim's checks on a workload: nb_res an integer > 0; each job an id (string or integer) that either
-    does not contain the workload's name (then it must hold no '!') or is `<name>!<id>`, a number subtime,
-    an integer res >= 0, the name of a defined profile, and a walltime absent or > 0 (-1 also in 4.x);
-    each delay profile a number delay > 0. Returns the document."""
+def load_workload(path: Path, release: str = "5.0.0-rc2", workload_name: str = "w0") -> dict[str, Any]:
+    """Batsim's checks on a workload, as `release` makes them: nb_res an integer > 0; each job an id
+    (string or integer) that either does not contain the workload's name (then it must hold no '!') or
+    is `<name>!<id>`, a number subtime, an integer res >= 0, the name of a defined profile, and a
+    walltime absent or > 0 (-1 also in 4.x); each profile of the release's delay type with a number
+    delay > 0. Returns the document."""
     document = json.loads(path.read_text())
     assert isinstance(document["nb_res"], int) and document["nb_res"] > 0
-    delay_type = "delay" if version == 4 else "DelayProfile"
+    version = int(release.split(".")[0])
+    delay_type = DELAY_TYPE_OF[release]
     for profile in document["profiles"].values():
         assert profile["type"] == delay_type and _number(profile["delay"]) and profile["delay"] > 0
     seen = set()
@@ -96,6 +102,10 @@ def test_every_job_and_profile(home: Path, tmp_path: Path) -> None:
     filled = dict(result.loss.filled)
     assert "(1 jobs)" in filled["res"] and "(3 profiles)" in filled["profile"]
     assert filled["nb_res"].startswith("3 from the largest job's GPUs")
+    # The release targeted, in the loss report and the sidecar.
+    assert "typed 'DelayProfile' for Batsim 5.0.0-rc2" in filled["profile"] and "the default" in filled["profile"]
+    sidecar = json.loads(result.sidecar.read_text())
+    assert sidecar["resources"][0]["target"] == "Batsim 5.0.0-rc2 (oar-team/batsim tag v5.0.0-rc2)"
 
 
 def test_predictions_become_walltimes(home: Path, tmp_path: Path) -> None:
@@ -110,17 +120,28 @@ def test_predictions_become_walltimes(home: Path, tmp_path: Path) -> None:
 
 
 def test_options_nb_res_and_version(home: Path, tmp_path: Path) -> None:
-    out = tmp_path / "v5.json"
-    export_dataset(home, "lab", "batsim", out, options={"nb_res": "64", "version": "5"})
-    document = load_workload(out, version=5)
+    out = tmp_path / "v4.json"
+    result = export_dataset(home, "lab", "batsim", out, options={"nb_res": "64", "version": "4"})
+    document = load_workload(out, release="4.2.1")
     assert document["nb_res"] == 64
-    assert document["profiles"]["delay_60"] == {"type": "DelayProfile", "delay": 60}
+    assert document["profiles"]["delay_60"] == {"type": "delay", "delay": 60}
+    assert json.loads(result.sidecar.read_text())["resources"][0]["target"] == \
+        "Batsim 4.2.1 (oar-team/batsim tag v4.2.1)"
+    # Each release refuses the other's type: the file of one fails the other's check.
+    with pytest.raises(AssertionError):
+        load_workload(out, release="5.0.0-rc2")
+    export_dataset(home, "lab", "batsim", tmp_path / "v5.json", options={"version": "5"})
+    export_dataset(home, "lab", "batsim", tmp_path / "default.json")
+    assert (tmp_path / "v5.json").read_bytes() == (tmp_path / "default.json").read_bytes()
+    assert load_workload(tmp_path / "v5.json")["profiles"] == PROFILES
+    with pytest.raises(AssertionError):
+        load_workload(tmp_path / "v5.json", release="4.2.1")
 
 
 @pytest.mark.parametrize(("options", "needle"), [
     ({"nb_res": "0"}, "--option nb_res=0: expected a whole number"),
     ({"nb_res": "2.5"}, "--option nb_res=2.5: expected a whole number"),
-    ({"version": "3"}, "--option version=3: expected 4 or 5"),
+    ({"version": "3"}, "--option version=3: expected 5 .Batsim 5.0.0-rc2, the default. or 4"),
 ])
 def test_bad_options_fail_in_one_line(home: Path, tmp_path: Path, options: dict[str, str], needle: str) -> None:
     with pytest.raises(ExportError, match=needle):

@@ -122,6 +122,21 @@ def test_the_simulator_asks_the_datasets_totals_and_keeps_the_ids(home: Path, tm
         sorted(jobs, key=lambda e: (e[key], e["job_id"]))
 
 
+def test_the_simulators_mean_jct_counts_each_instance(home: Path, tmp_path: Path) -> None:
+    """The simulator places a job as num_inst instances and keeps one finished record per instance
+    (`JobHistory.add_done_job`); its avg_jct is the records' sum over their number. On a cluster where
+    nothing waits a job's JCT is its duration, so its avg_jct weighs each job by its instances, while
+    ddlx's mean JCT is over jobs (docs/export.md, `pai-sim`)."""
+    out = tmp_path / "lab.csv"
+    export_dataset(home, "lab", "pai-sim", out)
+    jobs = _parse_like_the_simulator(out)
+    records = [job["duration"] for job in jobs for _ in range(job["num_inst"])]
+    # 007: 2 instances of 90 s; 12: 3 of 40 s; x-9: 1 of 200 s; 0042: 1 of 2000 s (instances unknown: 1).
+    assert records == [90, 90, 40, 40, 40, 200, 2000]
+    assert sum(records) / len(records) == pytest.approx((2 * 90 + 3 * 40 + 200 + 2000) / 7)  # 357.1 s
+    assert sum(job["duration"] for job in jobs) / len(jobs) == (90 + 40 + 200 + 2000) / 4  # 582.5 s per job
+
+
 def test_the_models_estimate_goes_where_the_sjgg_policy_reads(home: Path, tmp_path: Path) -> None:
     predictions = tmp_path / "pred.parquet"
     pl.DataFrame({"cluster": ["lab", "lab", "lab"], "job_id": ["007", "12", "x-9"],

@@ -3,12 +3,16 @@
 A six-job table imported by hand; every key of every job object is worked out below from the rows,
 independently of the exporter. The loaders' parsing rules (the release's notebook, Blox and Synergy)
 are re-implemented in a few lines and applied to the written file. On the SYNTHETIC Philly sample the
-exported detail and wall clock are compared with the raw job log, read on their own.
+exported detail and wall clock are compared with the raw job log, read on their own. A dataset of
+several clusters (a hand-made table, and an excerpt of the real ITP archive's ten cluster files)
+writes each job's cluster in `vc`, the field Blox and Synergy read as the job's cluster.
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import json
 import tarfile
 from pathlib import Path
@@ -23,6 +27,7 @@ from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.traces.philly.formats import convert_job_log
 from ddlx.datasets.traces.philly.release import RELEASE
 from ddlx.errors import InputError
+from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 PHILLY = RELEASE.name
 T0 = 1_700_000_000  # 2023-11-14 22:13:20 UTC (14:13:20 in Los Angeles, PST)
@@ -133,6 +138,8 @@ def test_every_key_of_every_job(home: Path, tmp_path: Path) -> None:
     assert "(5 jobs)" in machines and "one GPU (1 jobs)" in machines and "0 GPUs (1 jobs)" in machines
     assert "(0 jobs without vc, 1 without user)" in next(
         f["rule"] for f in loss["fields_filled"] if f["field"] == "vc, user")
+    # One cluster (named after the import, lab): vc is the job's own vc, the cluster is left out.
+    assert ("cluster", "left out: every job is of the one cluster lab") in result.loss.without_place
 
 
 def test_the_loaders_read_it(home: Path, tmp_path: Path) -> None:
@@ -150,6 +157,61 @@ def test_the_loaders_read_it(home: Path, tmp_path: Path) -> None:
     # Blox / Synergy: j-c has no attempt, j-f no end, j-g no GPU; arrivals count from j-a's submission.
     assert blox_jobs(data) == [("j-a-attempt1", 0.0, 1, "bob", "vc2"), ("j-b-attempt1", 10.0, 2, "ann", "vc1"),
                                ("j-e-attempt1", 200.0, 12, "bob", "vc1")]
+
+
+def test_each_job_of_several_clusters_carries_its_cluster(tmp_path: Path) -> None:
+    (tmp_path / "two.csv").write_text(f"""job_id,cluster,vc,gpus,state,submit,start,end
+a,east,vc1,1,COMPLETED,{T0},{T0 + 5},{T0 + 65}
+b,east,,2,COMPLETED,{T0 + 10},{T0 + 15},{T0 + 75}
+c,west,vc1,1,FAILED,{T0 + 20},{T0 + 25},{T0 + 85}
+d,west,,4,COMPLETED,{T0 + 30},{T0 + 35},{T0 + 95}
+""")
+    home = tmp_path / "home"
+    import_dataset("two", tmp_path / "two.csv", home,
+                   mapping="job_id=job_id,cluster=cluster,vc=vc,gpus=gpus,state=state,submit=submit,start=start,end=end")
+    out = tmp_path / "two.json"
+    result = export_dataset(home, "two", "philly-json", out)
+    data = json.loads(out.read_text())
+    # vc1 of east and vc1 of west stay apart; a job without a vc carries its cluster alone.
+    assert [(job["jobid"], job["vc"]) for job in data] == [("a", "east/vc1"), ("b", "east"), ("c", "west/vc1"),
+                                                           ("d", "west")]
+    assert {vc for *_, vc in blox_jobs(data)} == {"east/vc1", "east", "west/vc1", "west"}  # Blox's cluster_id
+    rule = dict(result.loss.filled)["vc"]
+    assert "one of 2 (east, west)" in rule and "(2 jobs)" in rule
+    assert not any(field == "cluster" for field, _ in result.loss.without_place)
+
+
+def _itp_excerpt(path: Path, rows_per_cluster: int) -> dict[str, str]:
+    """An excerpt of the real ITP archive: the first `rows_per_cluster` jobs of each `clusterNN.csv`,
+    written as a tar.gz of the same members; returns job id -> cluster (the member's name)."""
+    cluster_of: dict[str, str] = {}
+    with tarfile.open(SHARED_TRACES / "itp-elasticflow" / "raw-traces.tar.gz") as archive, \
+            tarfile.open(path, "w:gz") as excerpt:
+        for member in archive.getmembers():
+            if not member.name.endswith(".csv"):
+                continue
+            lines = archive.extractfile(member).read().decode().splitlines()[:rows_per_cluster + 1]  # type: ignore
+            for row in csv.DictReader(lines):
+                cluster_of[row["job_id"]] = Path(member.name).stem
+            data = ("\n".join(lines) + "\n").encode()
+            info = tarfile.TarInfo(member.name)
+            info.size = len(data)
+            excerpt.addfile(info, io.BytesIO(data))
+    return cluster_of
+
+
+@needs_shared_traces
+def test_an_itp_excerpt_carries_its_ten_clusters(tmp_path: Path) -> None:
+    cluster_of = _itp_excerpt(tmp_path / "itp.tar.gz", rows_per_cluster=5)
+    assert len(cluster_of) == 50 and len(set(cluster_of.values())) == 10  # ids unique: jobid is the job id
+    home = tmp_path / "home"
+    import_dataset("itp", tmp_path / "itp.tar.gz", home, preset="itp")
+    out = tmp_path / "itp.json"
+    result = export_dataset(home, "itp", "philly-json", out, options={"unknown_status": "Pass"})
+    data = json.loads(out.read_text())
+    assert {job["jobid"]: job["vc"] for job in data} == cluster_of
+    assert {vc for *_, vc in blox_jobs(data)} == set(cluster_of.values())
+    assert "one of 10 (cluster01, cluster02," in dict(result.loss.filled)["vc"]
 
 
 def test_times_in_another_zone_and_bad_zones(home: Path, tmp_path: Path) -> None:

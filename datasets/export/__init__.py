@@ -110,6 +110,7 @@ def _sidecar(ctx: Any, fmt: ExportFormat, out: Path, written: Written, loss: Los
     resources = [{"path": path.name, "sha256": sha256_file(path), "bytes": path.stat().st_size}
                  for path in (out, *written.extra_files)]
     resources[0].update({"format": fmt.name, "title": fmt.title, "consumer": fmt.consumer,
+                         **({"target": written.target} if written.target else {}),
                          "reference": fmt.reference, "rows": written.rows})
     inputs = [{"table": table, **entry} for table, files in ctx.provenance.get("source_files", {}).items()
               for entry in files]

@@ -6,13 +6,20 @@ Format: read by `oar-team/batsim`'s `src/workload.cpp`, `src/jobs.cpp` (`Job::fr
     {"nb_res": <int > 0>,
      "jobs": [{"id": <string>, "subtime": <number, s>, "res": <int >= 0>, "profile": <profile name>,
                "walltime": <number > 0, s; optional: absent means no limit>}, ...],
-     "profiles": {<name>: {"type": "delay", "delay": <number > 0, s>}, ...}}
+     "profiles": {<name>: {"type": "DelayProfile", "delay": <number > 0, s>}, ...}}
 
 A delay profile holds its resources for `delay` seconds whatever the platform; Batsim kills a job
 that reaches its walltime (relative to its start). Batsim names each workload file `w0`, `w1`, ...
 in command-line order and prefixes a job id that does not contain that name with it (`w0!12`); an id
-that does contain it must be `<name>!<id>`, so ids are plain numbers here. Batsim 5 (release
-candidates) names the delay type `DelayProfile`: `--option version=5` writes that name.
+that does contain it must be `<name>!<id>`, so ids are plain numbers here.
+
+Target release: the type name of a delay profile is the one thing ddlx writes that Batsim's releases
+read differently. Batsim 5 (`v5.0.0-rc0` to `v5.0.0-rc2`, the newest tag of the repository) accepts
+only `DelayProfile` (`Profile::from_json`; any other type stops it: "Cannot create the profile ... of
+unknown type"); Batsim 4 (`v4.0.0` to `v4.2.1`) only `delay`. The default, `--option version=5`,
+targets Batsim 5.0.0-rc2; `version=4` writes `delay` for Batsim 4.2.1 and earlier 4.x. The release
+targeted is named in the loss report and as the sidecar's `target`. Every other rule below holds in
+both (jobs.cpp and workload.cpp of both tags).
 
 How a canonical job becomes a job (each rule is also in the export's loss report):
 - jobs in submission order; id: "1".."N" (strings of the job's number); `<file>.ids.csv` maps them
@@ -39,13 +46,17 @@ import polars as pl
 from ddlx.datasets.export.jobs import ExportRequest, documented_gpus, write_id_map, write_text
 from ddlx.datasets.export.model import ExportError, ExportFormat, LossReport, Written
 
-#: The name of the delay profile type by Batsim version (4: releases up to 4.2.1; 5: release candidates).
-DELAY_TYPE: dict[str, str] = {"4": "delay", "5": "DelayProfile"}
+#: The name of the delay profile type by Batsim major version (5: v5.0.0-rc0 to rc2; 4: v4.0.0 to v4.2.1).
+DELAY_TYPE: dict[str, str] = {"5": "DelayProfile", "4": "delay"}
+#: The release each `--option version` targets: the newest tag of that major version.
+TARGET_RELEASE: dict[str, str] = {"5": "Batsim 5.0.0-rc2 (oar-team/batsim tag v5.0.0-rc2)",
+                                  "4": "Batsim 4.2.1 (oar-team/batsim tag v4.2.1)"}
+DEFAULT_VERSION = "5"
 OPTIONS: dict[str, str] = {
     "nb_res": "the resources (GPUs) of the workload, an integer > 0 (default: the GPUs the dataset documents, "
               "else the largest job)",
-    "version": "the Batsim version that reads the file: 4 (default; delay profiles typed 'delay') or 5 "
-               "('DelayProfile')",
+    "version": "the Batsim major version that reads the file: 5 (default; Batsim 5.0.0-rc2, the repository's "
+               "newest release; delay profiles typed 'DelayProfile') or 4 (Batsim 4.x up to 4.2.1; 'delay')",
 }
 
 
@@ -63,11 +74,18 @@ def _nb_res_option(request: ExportRequest) -> int | None:
     return int(text)
 
 
+def target_version(request: ExportRequest) -> str:
+    """The Batsim major version the file is written for (`--option version`, default `DEFAULT_VERSION`)."""
+    version = request.option("version", DEFAULT_VERSION)
+    if version not in DELAY_TYPE:
+        raise ExportError(f"--option version={version}: expected 5 (Batsim 5.0.0-rc2, the default) or 4 (Batsim "
+                          "4.x up to 4.2.1), the Batsim version that reads the file")
+    return version
+
+
 def batsim_workload(request: ExportRequest, loss: LossReport) -> tuple[dict, pl.DataFrame]:
     """The workload document of the request's jobs and the id map (id, job_id, cluster)."""
-    version = request.option("version", "4")
-    if version not in DELAY_TYPE:
-        raise ExportError(f"--option version={version}: expected 4 or 5 (the Batsim version that reads the file)")
+    version = target_version(request)
     chosen_nb_res = _nb_res_option(request)
     jobs = request.jobs(loss)
     gpus, run = pl.col("num_gpus"), pl.col("run_s")
@@ -94,7 +112,7 @@ def batsim_workload(request: ExportRequest, loss: LossReport) -> tuple[dict, pl.
     capacity = documented_gpus(request.ctx)
     largest = int(table["res"].max()) if table.height else 1
     nb_res = chosen_nb_res or capacity or largest
-    _record_losses(jobs, table, loss, nb_res, chosen_nb_res, capacity, len(profiles))
+    _record_losses(jobs, table, loss, nb_res, chosen_nb_res, capacity, len(profiles), version)
     document = {"nb_res": nb_res, "jobs": entries, "profiles": profiles}
     ids = table.select(pl.col("number").cast(pl.String).alias("id"), "job_id", "cluster")
     return document, ids
@@ -106,7 +124,7 @@ def _number(value: float) -> int | float:
 
 
 def _record_losses(jobs: pl.DataFrame, table: pl.DataFrame, loss: LossReport, nb_res: int,
-                   chosen: int | None, capacity: int | None, profiles: int) -> None:
+                   chosen: int | None, capacity: int | None, profiles: int, version: str) -> None:
     fractional = jobs.filter(pl.col("num_gpus") != pl.col("num_gpus").ceil()).height
     with_walltime = table.filter(pl.col("walltime") > 0).height
     killed = table.filter((pl.col("walltime") > 0) & (pl.col("walltime") < pl.col("delay"))).height
@@ -121,7 +139,10 @@ def _record_losses(jobs: pl.DataFrame, table: pl.DataFrame, loss: LossReport, nb
     ]
     loss.filled += [
         ("res", f"the job's GPUs (GPUs are the resources); a part of a GPU counts as one ({fractional:,} jobs)"),
-        ("profile", f"a delay profile of run_s seconds, shared by jobs of equal run time ({profiles:,} profiles)"),
+        ("profile", f"a delay profile of run_s seconds, shared by jobs of equal run time ({profiles:,} profiles), "
+                    f"typed '{DELAY_TYPE[version]}' for {TARGET_RELEASE[version]} (--option version={version}"
+                    f"{', the default' if version == DEFAULT_VERSION else ''}); the other major version refuses "
+                    "that type"),
         ("walltime", f"the model's estimate with --predictions, when positive ({with_walltime:,} jobs, {killed:,} "
                      "of them below their run time: Batsim kills those at the estimate); else absent (no limit)"),
         ("nb_res", f"{nb_res:,} from {source}; {too_large:,} jobs ask more GPUs than that"),
@@ -134,11 +155,12 @@ def write_batsim(request: ExportRequest, path: Path, loss: LossReport) -> Writte
     document, ids = batsim_workload(request, loss)
     write_text(path, json.dumps(document, indent=1) + "\n")
     id_map = write_id_map(ids, path)
-    return Written(ids.height, [id_map])
+    return Written(ids.height, [id_map], target=TARGET_RELEASE[target_version(request)])
 
 
 FORMAT = ExportFormat(
     name="batsim", title="Batsim JSON workload (delay profiles)",
-    consumer="Batsim, the SimGrid-based scheduling simulator (oar-team/batsim)",
+    consumer="Batsim, the SimGrid-based scheduling simulator (oar-team/batsim): by default Batsim 5.0.0-rc2, "
+             "the repository's newest release (--option version=4: Batsim 4.x up to 4.2.1)",
     reference="oar-team/batsim docs/input-workload.rst; src/jobs.cpp and src/profiles.cpp (from_json)",
     suffix=".json", write=write_batsim, options=OPTIONS, carries_estimate=True)

@@ -27,11 +27,16 @@ class LossReport:
 
     `without_place`: canonical fields the format has no place for (field, what happens to it);
     `filled`: fields the format needs that the dataset lacks, or holds in another form (field,
-    the rule that fills them); `dropped`: rows left out (reason -> count)."""
+    the rule that fills them); `dropped`: rows left out (reason -> count); `unusable`: rows written
+    that the consumer can never use, such as pods larger than every node (reason -> the rows' names)."""
 
     without_place: list[tuple[str, str]] = field(default_factory=list)
     filled: list[tuple[str, str]] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
+    unusable: dict[str, list[str]] = field(default_factory=dict)
+
+    #: Names of unusable rows shown on the terminal per reason (the sidecar holds them all).
+    SHOWN_NAMES = 5
 
     def drop(self, reason: str, rows: int) -> None:
         if rows:
@@ -44,26 +49,38 @@ class LossReport:
         return kept
 
     def to_dict(self) -> dict[str, Any]:
-        return {"fields_without_place": [{"field": f, "what_happens": w} for f, w in self.without_place],
-                "fields_filled": [{"field": f, "rule": r} for f, r in self.filled],
-                "rows_dropped": [{"reason": r, "rows": n} for r, n in self.dropped.items()]}
+        document: dict[str, Any] = {
+            "fields_without_place": [{"field": f, "what_happens": w} for f, w in self.without_place],
+            "fields_filled": [{"field": f, "rule": r} for f, r in self.filled],
+            "rows_dropped": [{"reason": r, "rows": n} for r, n in self.dropped.items()]}
+        if self.unusable:
+            document["rows_unusable"] = [{"reason": r, "rows": len(names), "names": names}
+                                         for r, names in self.unusable.items()]
+        return document
 
     def lines(self) -> list[str]:
         """The report as lines for the terminal."""
         out = [f"  no place for {f}: {w}" for f, w in self.without_place]
         out += [f"  filled {f}: {r}" for f, r in self.filled]
         out += [f"  dropped {n:,} rows: {r}" for r, n in self.dropped.items()]
+        for reason, names in self.unusable.items():
+            shown = ", ".join(names[:self.SHOWN_NAMES])
+            hidden = len(names) - self.SHOWN_NAMES
+            more = f" and {hidden:,} more, all named in the sidecar" if hidden > 0 else ""
+            out.append(f"  written but unusable, {len(names):,} rows: {reason} ({shown}{more})")
         return out or ["  nothing lost"]
 
 
 @dataclass
 class Written:
-    """What a format's `write` produced: rows written, files written beside the main one, and the
-    numbers it gave to names (field -> {name: number}) that the sidecar maps back."""
+    """What a format's `write` produced: rows written, files written beside the main one, the
+    numbers it gave to names (field -> {name: number}) that the sidecar maps back, and the release of
+    the consumer the file was written for, when the format targets one (the sidecar's `target`)."""
 
     rows: int
     extra_files: list[Path] = field(default_factory=list)
     codes: dict[str, dict[str, int]] = field(default_factory=dict)
+    target: str | None = None
 
 
 @dataclass(frozen=True)

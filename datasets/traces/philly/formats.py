@@ -50,7 +50,12 @@ How a canonical job becomes a job object (each rule is also in the export's loss
   number in submission order, k = 1..), the first ones full with `gpu0`..`gpu7`, the last one with the
   remaining `gpu0`..`gpu<r-1>`, so that every loader counts G GPUs; a job of 0 GPUs (or unknown GPUs)
   has an empty detail;
-- vc and user: JSON null when the dataset has none (the loaders keep them as labels only).
+- vc: the format's one place for where a job ran (Blox and Synergy read it as the job's
+  `cluster_id`; the notebook keeps it as a label; Starburst does not read it). A dataset of one
+  cluster writes each job's vc (JSON null when it has none); a dataset of several clusters writes
+  each job's cluster there, `<cluster>` for a job without a vc and `<cluster>/<vc>` for one with a
+  vc, so that jobs of different clusters (ITP's ten, Helios' four) stay apart;
+- user: JSON null when the dataset has none (the loaders keep it as a label only).
 
 The import preset `philly-json` reads such a file from any source (`convert_job_log`) through the Philly
 ingest's own parser of the log (`reader.raw_job_log`), so both refuse the same shapes (a GPU entry that is
@@ -198,7 +203,8 @@ def job_objects(request: ExportRequest, loss: LossReport) -> tuple[list[dict[str
         loss.drop(f"state {state or 'unknown'}: the format's status is Pass, Killed or Failed", count)
     jobs = jobs.filter(pl.col("state").is_in(list(STATUS)))
     jobs = jobs.with_columns(_wall_clock("submit_time", zone).alias("submitted"),
-                             _wall_clock("start_time", zone).alias("start"), _wall_clock("end_time", zone).alias("end"))
+                             _wall_clock("start_time", zone).alias("start"), _wall_clock("end_time", zone).alias("end"),
+                             _vc_field(jobs).alias("vc_field"))
     raw = _raw_details(request)
     attempts = _attempts_of(request, zone)
     counts = {"placeholder": 0, "fractional": 0, "no_gpus": 0, "unknown_gpus": 0, "raw_missing": 0}
@@ -223,7 +229,8 @@ def job_objects(request: ExportRequest, loss: LossReport) -> tuple[list[dict[str
                 counts["unknown_gpus"] += gpus is None
                 counts["no_gpus"] += gpus == 0
                 counts["fractional"] += gpus is not None and gpus > 0 and gpus != math.ceil(gpus)
-        out.append({"status": STATUS[job["state"]], "vc": job["vc"], "jobid": job["export_id"], "user": job["user"],
+        out.append({"status": STATUS[job["state"]], "vc": job["vc_field"], "jobid": job["export_id"],
+                    "user": job["user"],
                     "submitted_time": job["submitted"],
                     "attempts": [{"start_time": start, "end_time": end, "detail": detail}
                                  for (start, end, _), detail in zip(spans, details)]})
@@ -231,10 +238,36 @@ def job_objects(request: ExportRequest, loss: LossReport) -> tuple[list[dict[str
     return out, zone
 
 
+def _clusters(jobs: pl.DataFrame) -> list[str]:
+    """The clusters of the written jobs, in name order."""
+    return sorted(jobs.get_column("cluster").drop_nulls().unique().to_list())
+
+
+def _vc_field(jobs: pl.DataFrame) -> pl.Expr:
+    """The `vc` of each job: its vc when the jobs come from one cluster, else its cluster
+    (`<cluster>` without a vc, `<cluster>/<vc>` with one)."""
+    if len(_clusters(jobs)) <= 1:
+        return pl.col("vc")
+    cluster = pl.col("cluster")
+    return (pl.when(cluster.is_null()).then(pl.col("vc"))
+            .when(pl.col("vc").is_null()).then(cluster)
+            .otherwise(pl.concat_str([cluster, pl.col("vc")], separator="/")))
+
+
 def _record_losses(jobs: pl.DataFrame, zone: str, raw: bool, has_attempts: bool, counts: dict[str, int],
                    loss: LossReport) -> None:
+    clusters = _clusters(jobs)
+    if len(clusters) > 1:
+        with_vc = jobs.filter(pl.col("cluster").is_not_null() & pl.col("vc").is_not_null()).height
+        loss.filled.append(("vc", f"the job's cluster, one of {len(clusters)} ({', '.join(clusters[:10])}"
+                                  f"{', ...' if len(clusters) > 10 else ''}): <cluster> for a job without a vc, "
+                                  f"<cluster>/<vc> for one with a vc ({with_vc:,} jobs); Blox and Synergy read it as "
+                                  "the job's cluster_id"))
+    else:
+        loss.without_place.append(("cluster", f"left out: every job is of the one cluster {clusters[0]}" if clusters
+                                   else "left out: no job records one"))
     loss.without_place += [
-        ("cluster, job_group, job_name, workload, num_cpus, mem_gb, gpu_type, fractional_gpu, raw_state",
+        ("job_group, job_name, workload, num_cpus, mem_gb, gpu_type, fractional_gpu, raw_state",
          "no field in the job log: left out"),
         ("sub-second times", "times are written to the whole second (cut, not rounded)"),
     ]
@@ -246,7 +279,7 @@ def _record_losses(jobs: pl.DataFrame, zone: str, raw: bool, has_attempts: bool,
         ("jobid", "the job's export id (its job id, or <cluster>/<job id> where ids repeat across clusters)"),
         ("attempts", "the dataset's attempts view" if has_attempts else
          "one attempt from start_time to end_time (\"None\" for an end not recorded); none if never started"),
-        ("vc, user", f"JSON null where the dataset has none ({jobs['vc'].null_count():,} jobs without vc, "
+        ("vc, user", f"JSON null where the dataset has none ({jobs['vc_field'].null_count():,} jobs without vc, "
                      f"{jobs['user'].null_count():,} without user)"),
     ]
     if raw:
