@@ -157,8 +157,9 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "gpu_efficiency.data_quality", "Telemetry that attribution could not use", "as stated per row",
         "Counted, never guessed: hosts with samples that no allocation and no sample's job label "
-        "names; unallocated samples of a GPU while a job holds or claims another GPU of the same node "
-        "(an allocation the job table misses, or GPUs of unknown index); jobs with allocations none "
+        "names; unallocated samples of a GPU while a job holds GPUs of unknown index on the same node "
+        "(they may be that job's; a GPU left free beside GPUs of known index is simply unallocated); "
+        "jobs with allocations none "
         "of whose GPUs has a sample during the allocation; samples left out for want of a period "
         "(telemetry.sample_period).",
     ),
@@ -251,7 +252,7 @@ def _prepare(ctx: TraceContext, primary: str, idle: float, engine: Engine | None
 
     - ge_gpus, ge_alloc (resolved allocations) and ge_timeline: per GPU with samples, non-overlapping
       intervals, each with the job it belongs to by allocation (latest start wins; NULL for none) and
-      whether an allocation of any GPU of its host (or of unknown GPUs) covers it (`claimed`);
+      whether an allocation of GPUs of unknown index on its host covers it (`claimed`);
     - ge_series: per series (host, gpu, field): samples, first and last time and the sample period;
     - ge_cells: the samples counted per job, attribution, GPU, model, field and idle flags (count,
       sum and max of the values; w_us: GPU-microseconds, vw_us: value x GPU-microseconds); ge_hours: the primary
@@ -411,18 +412,18 @@ def _allocations(ctx: TraceContext) -> None:
              AND (r.end_time IS NULL OR s.seg_start < r.end_time)
         QUALIFY row_number() OVER (PARTITION BY s.host, s.gpu, s.seg_start
                                    ORDER BY r.start_time DESC, r.job_id, r.cluster) = 1""")
-    # Per host: intervals between the starts and ends of all its allocation rows (known GPUs or not),
+    # Per host: intervals between the starts and ends of its allocation rows of unknown GPUs,
     # covered when some row holds them (a sweep: rows started minus rows ended so far).
     ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_held AS
         WITH rows AS (SELECT * FROM ge_alloc
-                      WHERE start_time IS NOT NULL AND (end_time IS NULL OR end_time > start_time)),
+                      WHERE NOT known AND start_time IS NOT NULL AND (end_time IS NULL OR end_time > start_time)),
         events AS (SELECT host, start_time AS t, 1 AS d FROM rows
                    UNION ALL SELECT host, end_time, -1 FROM rows WHERE end_time IS NOT NULL),
         points AS (SELECT host, t, sum(d) AS d FROM events GROUP BY host, t)
         SELECT host, t AS seg_start, lead(t) OVER w AS seg_end, sum(d) OVER (w ROWS UNBOUNDED PRECEDING) > 0 AS covered
         FROM points WINDOW w AS (PARTITION BY host ORDER BY t)""")
     # Both on one non-overlapping timeline per GPU with samples: the job an interval belongs to by
-    # allocation (or NULL), and whether an allocation holds its host (`claimed`).
+    # allocation (or NULL), and whether an allocation of unknown GPUs holds its host (`claimed`).
     ctx.execute("""CREATE OR REPLACE TEMP TABLE ge_timeline AS
         WITH points AS (SELECT host, gpu, seg_start AS t FROM ge_won
                         UNION SELECT host, gpu, seg_end FROM ge_won WHERE seg_end IS NOT NULL
@@ -608,7 +609,7 @@ def data_quality(ctx: TraceContext, engine: Engine | None = None) -> pl.DataFram
     return pl.DataFrame([
         {"check": "hosts with samples that no allocation and no job label names", "count": row["hosts_unnamed"],
          "of": row["hosts"], "unit": "hosts"},
-        {"check": "unallocated samples of a GPU while a job holds or claims its node",
+        {"check": "unallocated samples of a GPU while a job holds GPUs of unknown index on its node",
          "count": row["claimed_unallocated"], "of": row["unallocated"], "unit": "unallocated primary samples"},
         {"check": "jobs with allocations none of whose GPUs has a sample during them", "count": row["jobs_unsampled"],
          "of": row["jobs_held"], "unit": "jobs"},

@@ -47,6 +47,13 @@ def test_every_job_matches_the_plan(slurm_cluster: tuple[Path, dict]) -> None:
     fleet = plan["fleet"]
     assert jobs["allocated_gpu_hours"].sum() * 3600 == pytest.approx(fleet["alloc_gpu_s"])
     assert jobs["idle_gpu_hours"].sum() * 3600 == pytest.approx(fleet["idle_alloc_gpu_s"])
+    # The generated cluster is consistent: its free GPUs beside jobs' known GPUs are no data gap, so
+    # no check fires and no finding carries a warning.
+    free = (fleet["total_gpu_s"] - fleet["alloc_gpu_s"]) / plan["window"]["step_s"]
+    quality = {row["check"]: row for row in _table(result, "data_quality").iter_rows(named=True)}
+    unallocated = next(row for check, row in quality.items() if check.startswith("unallocated samples"))
+    assert unallocated["of"] == free > 0 and unallocated["count"] == 0
+    assert not [f.name for m in result.modules for f in m.findings if f.warning]
 
 
 def test_users_partitions_and_hours_match_the_plan(slurm_cluster: tuple[Path, dict]) -> None:
