@@ -2,7 +2,7 @@
 
 Register with `app.command("simulate")(simulate_command)`. Library errors (unknown policy, no
 capacity, no jobs) are `DdlxError`s that `ddlx.cli.main.run` prints as one `Error:` line (exit 1;
-exit 2 for a `UsageError`: an unknown policy or tie-break, a bad --cpus); other malformed option
+exit 2 for a `UsageError`: an unknown policy, tie-break or LAS setting, a bad --cpus); other malformed option
 values are `typer.BadParameter` (exit 2).
 """
 
@@ -92,6 +92,14 @@ def render(report: "SimulationReport") -> str:
     if las:
         lines.append("  las queues split at " + ", ".join(f"{t:,g}" for t in las.thresholds_gpu_s)
                      + " attained GPU-seconds")
+        if las.las_settings:
+            lines.append(f"  las demotion {las.las_settings['demotion']}, queue order "
+                         f"{las.las_settings['queue_order']}, preemption {las.las_settings['preemption']}")
+            if las.las_settings["stale_ends"]:
+                early = las.metrics["jobs_ended_early"]
+                jobs = f"{early:,} job{'' if early == 1 else 's'}"
+                lines.append(f"  las stale ends (a defect of Tiresias' simulator): {jobs} ended before their run "
+                             "time was done")
     lines.append("")
     lines.append(format_table(report.table()))
     return "\n".join(lines)
@@ -134,6 +142,21 @@ def simulate_command(
     las_thresholds: Annotated[Optional[str], typer.Option(
         "--las-thresholds", help="LAS queue limits in attained GPU-seconds, e.g. 3600,36000 (the default).",
         show_default=False)] = None,
+    las_demotion: Annotated[Optional[str], typer.Option(
+        "--las-demotion", metavar="instant|next-event",
+        help="When a running LAS job moves down a queue: the instant it reaches the threshold (default) or at the "
+             "next scheduling event (Tiresias).", show_default=False)] = None,
+    las_queue_order: Annotated[Optional[str], typer.Option(
+        "--las-queue-order", metavar="submission|queue-entry",
+        help="Order within a LAS queue: running then waiting jobs by submission (default), or the order jobs "
+             "entered the queue (Tiresias).", show_default=False)] = None,
+    las_preemption: Annotated[Optional[str], typer.Option(
+        "--las-preemption", metavar="lowest-first|refill",
+        help="How a LAS pass preempts: each waiting job stops lower-queue jobs from the lowest up (default), or the "
+             "pool is handed out anew at every event (Tiresias).", show_default=False)] = None,
+    las_stale_ends: Annotated[bool, typer.Option(
+        "--las-stale-ends", help="Reproduce a defect of Tiresias' simulator that ends some jobs at a submission "
+                                 "before their run time is done (docs/simulate.md).")] = False,
     out: Annotated[Optional[Path], typer.Option(
         "--out", help="Write the results as JSON to this file (replaced whole; a folder is refused).",
         show_default=False)] = None,
@@ -152,7 +175,7 @@ def simulate_command(
     if not names:
         raise typer.BadParameter("give --policy or --compare", param_hint="--policy")
     thresholds = _thresholds(las_thresholds)
-    chosen = resolve_policies(names, thresholds)
+    chosen = resolve_policies(names, thresholds, las_demotion, las_queue_order, las_preemption, las_stale_ends)
     if test_window and predictor is None:
         raise typer.BadParameter("--test-window needs --predictor (the window is the model's)",
                                  param_hint="--test-window")

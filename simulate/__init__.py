@@ -21,11 +21,21 @@ import polars as pl
 
 from ddlx.simulate.engine import Schedule, simulate_policy
 from ddlx.simulate.policies import (
+    DEFAULT_LAS_DEMOTION,
+    DEFAULT_LAS_PREEMPTION,
+    DEFAULT_LAS_QUEUE_ORDER,
     DEFAULT_TIE_BREAK,
+    LAS_DEMOTIONS,
+    LAS_PREEMPTIONS,
+    LAS_QUEUE_ORDERS,
+    LAS_STALE_ENDS,
     LAS_THRESHOLDS_GPU_S,
     POLICIES,
     TIE_BREAKS,
+    TIRESIAS_LAS,
+    TIRESIAS_LAS_THRESHOLDS_GPU_S,
     Policy,
+    check_las_settings,
     check_tie_break,
     las_policy,
     resolve_policies,
@@ -46,10 +56,12 @@ from ddlx.simulate.workload import (
 )
 
 __all__ = [
-    "CPU_UNITS_PER_CORE", "DEFAULT_TIE_BREAK", "EXCLUSION_REASONS", "GPU_UNITS_PER_GPU", "LAS_THRESHOLDS_GPU_S",
-    "POLICIES", "SIMULATION_DEFINITIONS", "TIE_BREAKS",
+    "CPU_UNITS_PER_CORE", "DEFAULT_TIE_BREAK", "EXCLUSION_REASONS", "GPU_UNITS_PER_GPU", "LAS_DEMOTIONS",
+    "LAS_PREEMPTIONS", "LAS_QUEUE_ORDERS", "LAS_STALE_ENDS", "LAS_THRESHOLDS_GPU_S",
+    "POLICIES", "SIMULATION_DEFINITIONS", "TIE_BREAKS", "TIRESIAS_LAS", "TIRESIAS_LAS_THRESHOLDS_GPU_S",
     "Capacity", "Policy", "PolicyResult", "Predictor", "Schedule", "SimulationError", "SimulationReport",
-    "Workload", "build_workload", "check_tie_break", "estimates_from_predictor", "las_policy", "load_workload",
+    "Workload", "build_workload", "check_las_settings", "check_tie_break", "estimates_from_predictor", "las_policy",
+    "load_workload",
     "predicted_run_times", "resolve_policies",
     "simulate", "simulate_policy", "simulate_trace", "summarize", "trace_capacity", "workload_from_arrays",
     "write_json",
@@ -64,11 +76,16 @@ class Predictor(Protocol):
 
 
 def _as_policies(policies: list[str | Policy] | str | Policy,
-                 las_thresholds_gpu_s: tuple[float, ...] | None = None) -> list[Policy]:
+                 las_thresholds_gpu_s: tuple[float, ...] | None = None, las_demotion: str | None = None,
+                 las_queue_order: str | None = None, las_preemption: str | None = None,
+                 las_stale_ends: bool = False) -> list[Policy]:
     items = [policies] if isinstance(policies, (str, Policy)) else list(policies)
+    check_las_settings(las_demotion or DEFAULT_LAS_DEMOTION, las_queue_order or DEFAULT_LAS_QUEUE_ORDER,
+                       las_preemption or DEFAULT_LAS_PREEMPTION)
     chosen: list[Policy] = []
     for item in items:
-        policy = item if isinstance(item, Policy) else resolve_policies([item], las_thresholds_gpu_s)[0]
+        policy = item if isinstance(item, Policy) else resolve_policies(
+            [item], las_thresholds_gpu_s, las_demotion, las_queue_order, las_preemption, las_stale_ends)[0]
         if policy.name not in {p.name for p in chosen}:
             chosen.append(policy)
     if not chosen:
@@ -89,13 +106,20 @@ def _check_cpu_policies(chosen: list[Policy]) -> None:
 
 def simulate(workload: Workload, policies: list[str | Policy] | str | Policy, backfill: bool = True,
              las_thresholds_gpu_s: tuple[float, ...] | None = None,
-             estimates: dict[str, Any] | None = None, tie_break: str = DEFAULT_TIE_BREAK) -> SimulationReport:
+             estimates: dict[str, Any] | None = None, tie_break: str = DEFAULT_TIE_BREAK,
+             las_demotion: str | None = None, las_queue_order: str | None = None,
+             las_preemption: str | None = None, las_stale_ends: bool = False) -> SimulationReport:
     """Run each policy on the same workload; a `SimulationReport` (metrics per policy).
 
     `estimates` describes where `workload.estimate_s` came from (kept in the JSON); `tie_break`
-    (one of `TIE_BREAKS`) orders jobs whose keys are equal."""
+    (one of `TIE_BREAKS`) orders jobs whose keys are equal. `las` named by its name takes
+    `las_thresholds_gpu_s` and the LAS settings `las_demotion` (`LAS_DEMOTIONS`), `las_queue_order`
+    (`LAS_QUEUE_ORDERS`) and `las_preemption` (`LAS_PREEMPTIONS`), None meaning the default, and
+    `las_stale_ends` (`LAS_STALE_ENDS`, a defect of Tiresias' simulator); a `Policy` given keeps its
+    own (`las_policy(**TIRESIAS_LAS)`: Tiresias' dlas-gpu)."""
     check_tie_break(tie_break)
-    chosen = _as_policies(policies, las_thresholds_gpu_s)
+    chosen = _as_policies(policies, las_thresholds_gpu_s, las_demotion, las_queue_order, las_preemption,
+                          las_stale_ends)
     wanting = _needing_estimates(chosen)
     if wanting and workload.estimate_s is None:
         raise SimulationError(f"{wanting} needs run-time estimates: a predictor (--predictor DIR) or an "
@@ -153,7 +177,9 @@ def simulate_trace(home: Path, trace: str, policies: list[str | Policy] | str | 
                    gpus: float | None = None, limit: int | None = None, cluster: str | None = None,
                    predictor: Predictor | None = None, las_thresholds_gpu_s: tuple[float, ...] | None = None,
                    predictor_label: str | None = None, submitted_from: datetime | None = None,
-                   cpus: float | None = None, tie_break: str = DEFAULT_TIE_BREAK) -> SimulationReport:
+                   cpus: float | None = None, tie_break: str = DEFAULT_TIE_BREAK, las_demotion: str | None = None,
+                   las_queue_order: str | None = None, las_preemption: str | None = None,
+                   las_stale_ends: bool = False) -> SimulationReport:
     """Simulate a trace (or imported dataset) of the catalog of `home`.
 
     Cluster size: `gpus` when given, else the catalog's (`trace_capacity`). `cpus` (total CPU
@@ -162,12 +188,14 @@ def simulate_trace(home: Path, trace: str, policies: list[str | Policy] | str | 
     aware datetime) leaves out the jobs submitted before it; `limit` then keeps the first jobs by
     submission; `cluster` restricts jobs and capacity to one cluster of the trace. `predictor`
     gives the estimates of sjf-predicted, computed with every job of the trace (or cluster) handed
-    to it, so that its history features see the jobs before the simulated ones.
+    to it, so that its history features see the jobs before the simulated ones. `las_thresholds_gpu_s`,
+    `las_demotion`, `las_queue_order`, `las_preemption` and `las_stale_ends` set `las` as in `simulate`.
     """
     from ddlx.analysis.context import open_trace
 
     check_tie_break(tie_break)
-    chosen = _as_policies(policies, las_thresholds_gpu_s)
+    chosen = _as_policies(policies, las_thresholds_gpu_s, las_demotion, las_queue_order, las_preemption,
+                          las_stale_ends)
     wanting = _needing_estimates(chosen)
     wants_estimates = wanting is not None
     if wanting and predictor is None:

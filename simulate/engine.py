@@ -17,11 +17,22 @@ the submissions, then runs one scheduling pass:
   that fit in the free GPUs start. This can delay the blocked job: GPUs freed later may be taken
   by jobs behind it.
 
-Under LAS a waiting job of queue k may also take GPUs of running jobs in queues above k (lower
-priority): if the free GPUs plus those jobs' GPUs cover its request, running jobs are preempted
-from the lowest priority up (highest queue, latest submission first) until it fits; a victim whose
-GPUs turn out not to be needed (the job fits without them) is spared. Jobs of the same queue never
-preempt each other.
+Under LAS (default settings) a waiting job of queue k may also take GPUs of running jobs in queues
+above k (lower priority): if the free GPUs plus those jobs' GPUs cover its request, running jobs
+are preempted from the lowest priority up (highest queue, latest submission first) until it fits;
+a victim whose GPUs turn out not to be needed (the job fits without them) is spared, and one that
+a later job of the same pass starts again was never stopped. Jobs of the same queue never preempt
+each other.
+
+LAS has a plain path too (`_run_las_rounds`), which runs every combination of its settings
+(`LAS_DEMOTIONS`, `LAS_QUEUE_ORDERS`, `LAS_PREEMPTIONS`) by walking every queue's jobs at each
+event. Its `lowest-first` preemption is the rule above; `refill` hands out the pool anew in order,
+running and waiting jobs alike, as Tiresias' `dlas_sim_jobs` does: a job whose GPUs fit in what the
+jobs before it left keeps running or starts; a running job that does not fit is preempted; a
+waiting one that does not fit waits (and, without backfilling, no waiting job after it starts at
+that event). With the default settings the plain path gives the heap engine's schedule exactly
+(the tests check it on random workloads); the heap engine runs them (`fast=True`) because the plain
+path costs O(jobs running + waiting) per event.
 
 Waiting jobs are held in one heap per distinct GPU request, keyed by priority, with a segment tree
 of the heap heads: finding the first job in order that fits in `g` free GPUs costs O(log sizes), so
@@ -50,10 +61,18 @@ from __future__ import annotations
 from bisect import bisect_right, insort
 from dataclasses import dataclass
 from heapq import heappop, heappush
+from math import inf
 
 import numpy as np
 
-from ddlx.simulate.policies import DEFAULT_TIE_BREAK, Policy, tie_rank
+from ddlx.simulate.policies import (
+    DEFAULT_LAS_DEMOTION,
+    DEFAULT_LAS_PREEMPTION,
+    DEFAULT_LAS_QUEUE_ORDER,
+    DEFAULT_TIE_BREAK,
+    Policy,
+    tie_rank,
+)
 from ddlx.simulate.workload import GPU_UNITS_PER_GPU, SimulationError, Workload
 
 #: Key of an empty heap in the segment tree (above any job's key).
@@ -77,6 +96,7 @@ class Schedule:
     busy_gpu_s: float
     preemptions: int
     preempted_jobs: int
+    ended_early: int = 0
 
 
 class _WaitingQueues:
@@ -143,9 +163,10 @@ class _WaitingQueues:
 
 
 def simulate_policy(workload: Workload, policy: Policy, backfill: bool = True,
-                    tie_break: str = DEFAULT_TIE_BREAK) -> Schedule:
+                    tie_break: str = DEFAULT_TIE_BREAK, fast: bool = True) -> Schedule:
     """Run `policy` on `workload` (with greedy backfilling when `backfill`, ties between equal keys
-    broken by `tie_break`, one of `TIE_BREAKS`): a `Schedule`."""
+    broken by `tie_break`, one of `TIE_BREAKS`): a `Schedule`. `fast=False` runs LAS with its
+    default settings on the plain path (`_run_las_rounds`) rather than the heap engine."""
     capacity = workload.capacity_units()
     need = workload.gpu_units()
     if capacity < 1:
@@ -162,7 +183,11 @@ def simulate_policy(workload: Workload, policy: Policy, backfill: bool = True,
     if policy.remaining_time or workload.models_cpus:
         return _run_general(workload, policy, need, capacity, rank, tie_rank(workload, tie_break), backfill)
     if policy.preemptive:
-        return _run_preemptive(workload, policy, need, capacity, rank, backfill)
+        defaults = ((policy.las_demotion, policy.las_queue_order, policy.las_preemption)
+                    == (DEFAULT_LAS_DEMOTION, DEFAULT_LAS_QUEUE_ORDER, DEFAULT_LAS_PREEMPTION))
+        if fast and defaults:
+            return _run_preemptive(workload, policy, need, capacity, rank, backfill)
+        return _run_las_rounds(workload, policy, need, capacity, rank, backfill)
     return _run_non_preemptive(workload, policy, need, capacity, rank, backfill)
 
 
@@ -250,6 +275,11 @@ def _run_preemptive(workload: Workload, policy: Policy, need_units: np.ndarray, 
     free, busy_units, busy_integral, last_time = capacity, 0, 0.0, 0.0
     preemptions = 0
 
+    # Jobs stopped in the current scheduling pass: (executed, run_since, preempted before). One that
+    # starts again in the same pass was never stopped: its state is put back, its next event planned
+    # again from the start of its run (the same event), and no preemption is counted.
+    stopped: dict[int, tuple[float, float, bool]] = {}
+
     def plan_next_event(job: int, now: float) -> None:
         queue = queue_of[job]
         if queue < top_queue:
@@ -260,16 +290,21 @@ def _run_preemptive(workload: Workload, policy: Policy, need_units: np.ndarray, 
         heappush(events, (now + (run[job] - executed[job]), 0, job, version[job]))
 
     def start(job: int, now: float) -> None:
-        nonlocal free, busy_units
+        nonlocal free, busy_units, preemptions
         free -= need[job]
         busy_units += need[job]
         if first_start[job] < 0:
             first_start[job] = now
-        run_since[job] = now
         running[job] = True
         queue = queue_of[job]
         running_units[queue] += need[job]
         heappush(victims_heap, (-(queue * stride + rank[job]), job, version[job]))
+        if stopped and job in stopped:
+            executed[job], run_since[job], preempted[job] = stopped.pop(job)
+            preemptions -= 1
+            plan_next_event(job, run_since[job])
+            return
+        run_since[job] = now
         plan_next_event(job, now)
 
     def make_room(units: int, now: float) -> None:
@@ -291,6 +326,7 @@ def _run_preemptive(workload: Workload, policy: Policy, need_units: np.ndarray, 
                 heappush(victims_heap, (-(queue_of[job] * stride + rank[job]), job, version[job]))
                 chosen.remove(job)
         for job in chosen:
+            stopped[job] = (executed[job], run_since[job], preempted[job])
             executed[job] += now - run_since[job]
             version[job] += 1
             running[job] = False
@@ -330,6 +366,8 @@ def _run_preemptive(workload: Workload, policy: Policy, need_units: np.ndarray, 
         while arrived < jobs and submit[arrived] <= now:
             push(size_of[arrived], rank[arrived])
             arrived += 1
+        if stopped:
+            stopped.clear()
         level = 0
         while True:
             if backfill:
@@ -354,6 +392,219 @@ def _run_preemptive(workload: Workload, policy: Policy, need_units: np.ndarray, 
         raise RuntimeError("simulation ended with jobs still waiting")
     return Schedule(policy.name, backfill, np.array(first_start), np.array(end),
                     busy_integral / GPU_UNITS_PER_GPU, preemptions, sum(preempted))
+
+
+def _run_las_rounds(workload: Workload, policy: Policy, need_units: np.ndarray, capacity: int,
+                    rank_array: np.ndarray, backfill: bool) -> Schedule:
+    """las, every setting: at each event, ends, then moves down a queue (`policy.las_demotion`),
+    then submissions, then one scheduling pass over the queues in the order of
+    `policy.las_queue_order`, preempting as `policy.las_preemption` says."""
+    submit = workload.submit_s.tolist()
+    run = workload.run_s.tolist()
+    need = need_units.tolist()
+    rank = rank_array.tolist()
+    jobs = len(submit)
+    thresholds = policy.thresholds_gpu_s
+    threshold_units = [t * GPU_UNITS_PER_GPU for t in thresholds]
+    top_queue = len(thresholds)
+    by_entry = policy.las_queue_order == "queue-entry"
+    at_events = policy.las_demotion == "next-event"
+    refill = policy.las_preemption == "refill"
+    stale_ends = policy.las_stale_ends
+    attached: dict[float, list[int]] = {}  # stale_ends: submission instant -> the jobs whose end was due then
+    ended_early = 0
+    queue_of = [0] * jobs
+    executed = [0.0] * jobs  # seconds run up to run_since (the start of the current run)
+    run_since = [0.0] * jobs
+    end_at = [inf] * jobs  # while running: when the job ends
+    reach_at = [inf] * jobs  # while running: when its attained service reaches its queue's threshold
+    wake_at = [inf] * jobs  # next-event: while running, the wake-up planned for it at the last event
+    running = [False] * jobs
+    preempted = [False] * jobs
+    first_start = [-1.0] * jobs
+    end = [0.0] * jobs
+    # Each queue's jobs, running and waiting: in entry order (queue-entry) or in rank order (submission).
+    members: list[list[int]] = [[] for _ in range(top_queue + 1)]
+    running_units = [0] * (top_queue + 1)  # GPUs held by running jobs, per queue
+    active: list[int] = []  # running jobs, in rank order
+    stopped: dict[int, tuple[float, float, float, float, bool]] = {}  # stopped in the current pass (lowest-first)
+    busy_integral, last_time = 0.0, 0.0
+    preemptions = 0
+
+    def enter(job: int, queue: int) -> None:
+        queue_of[job] = queue
+        if by_entry:
+            members[queue].append(job)
+        else:
+            insort(members[queue], job, key=rank.__getitem__)
+
+    def in_order(queue: int) -> list[int]:
+        """The queue's jobs in pass order: list order (queue-entry), or running then waiting by rank (submission)."""
+        listed = members[queue]
+        return list(listed) if by_entry else [j for j in listed if running[j]] + [j for j in listed if not running[j]]
+
+    def plan(job: int, now: float) -> None:
+        """The end and the threshold instant of a job that (re)starts or changes queue at `now`."""
+        end_at[job] = now + (run[job] - executed[job])
+        queue = queue_of[job]
+        reach_at[job] = inf
+        if queue < top_queue:
+            boundary = threshold_units[queue] / need[job]  # seconds of running at which the threshold is reached
+            if boundary < run[job]:
+                reach_at[job] = now + max(0.0, boundary - executed[job])
+
+    def demote(job: int, now: float) -> None:
+        executed[job] += now - run_since[job]
+        run_since[job] = now
+        running_units[queue_of[job]] -= need[job]
+        members[queue_of[job]].remove(job)
+        enter(job, queue_of[job] + 1)
+        running_units[queue_of[job]] += need[job]
+        plan(job, now)
+
+    def wake_up(job: int, now: float) -> float:
+        """Tiresias' next check of a running job: floor((T - seconds run) / GPUs) seconds after `now`
+        (never at or before `now`: then the instant the threshold is reached, or `now` when it was)."""
+        seconds = executed[job] + (now - run_since[job])
+        planned = now + (thresholds[queue_of[job]] - seconds) // (need[job] / GPU_UNITS_PER_GPU)
+        return planned if planned > now else max(reach_at[job], now)
+
+    def start(job: int, now: float) -> None:
+        nonlocal preemptions
+        running[job] = True
+        running_units[queue_of[job]] += need[job]
+        if job in stopped:  # stopped and started again in one pass: it never stopped
+            executed[job], run_since[job], end_at[job], reach_at[job], preempted[job] = stopped.pop(job)
+            preemptions -= 1
+            return
+        if first_start[job] < 0:
+            first_start[job] = now
+        run_since[job] = now
+        plan(job, now)
+
+    def stop(job: int, now: float) -> None:
+        nonlocal preemptions
+        stopped[job] = (executed[job], run_since[job], end_at[job], reach_at[job], preempted[job])
+        executed[job] += now - run_since[job]
+        running[job] = False
+        running_units[queue_of[job]] -= need[job]
+        preempted[job] = True
+        preemptions += 1
+        end_at[job] = reach_at[job] = wake_at[job] = inf
+
+    def pass_refill(now: float) -> None:
+        """The pool handed out anew in pass order, running and waiting jobs alike (Tiresias)."""
+        room = capacity
+        blocked = False  # without backfilling: a waiting job did not fit, so no later one starts
+        for queue in range(top_queue + 1):
+            ordered = in_order(queue)
+            if not by_entry:  # a job preempted here waits at its rank among the queue's waiting jobs
+                ordered = [j for j in ordered if running[j]]
+            for job in ordered:
+                if running[job] and need[job] <= room:
+                    room -= need[job]
+                elif running[job]:
+                    stop(job, now)
+                    blocked = blocked or (by_entry and not backfill)
+                elif not blocked and need[job] <= room:
+                    room -= need[job]
+                    start(job, now)
+                else:
+                    blocked = blocked or not backfill
+            if not by_entry:
+                for job in [j for j in members[queue] if not running[j]]:
+                    if not blocked and need[job] <= room:
+                        room -= need[job]
+                        start(job, now)
+                    else:
+                        blocked = blocked or not backfill
+
+    def pass_lowest_first(now: float) -> None:
+        """Waiting jobs in pass order; each that fits in the free GPUs plus those of running jobs of
+        lower queues starts, stopping those jobs from the lowest priority up (sparing any not needed)."""
+        free = capacity - sum(running_units)
+        for queue in range(top_queue + 1):
+            for job in [j for j in in_order(queue) if not running[j]]:
+                if need[job] > free + sum(running_units[queue + 1:]):
+                    if backfill:
+                        continue
+                    return
+                if need[job] > free:
+                    lowest_first = (j for lower in range(top_queue, queue, -1) for j in reversed(in_order(lower))
+                                    if running[j])
+                    chosen: list[int] = []
+                    freed = free
+                    while freed < need[job]:
+                        victim = next(lowest_first)
+                        chosen.append(victim)
+                        freed += need[victim]
+                    spare = freed - need[job]
+                    for victim in reversed(chosen[:-1]):  # higher priority first; the last one chosen is needed
+                        if need[victim] <= spare:
+                            spare -= need[victim]
+                            chosen.remove(victim)
+                    for victim in chosen:
+                        stop(victim, now)
+                        free += need[victim]
+                free -= need[job]
+                start(job, now)
+
+    arrived = 0
+    left = jobs
+    while left:
+        next_arrival = submit[arrived] if arrived < jobs else inf
+        next_end = min((end_at[j] for j in active), default=inf)
+        soonest = min((min(end_at[j], wake_at[j] if at_events else reach_at[j]) for j in active), default=inf)
+        now = min(next_arrival, soonest)
+        if now == inf:
+            raise RuntimeError("simulation ended with jobs still waiting")
+        busy_integral += sum(running_units) * (now - last_time)
+        last_time = now
+        ending = [j for j in active if end_at[j] <= now]
+        if stale_ends:  # Tiresias' end list kept on the submission event (LAS_STALE_ENDS)
+            if next_end == next_arrival < inf:
+                attached[next_arrival] = [j for j in active if end_at[j] == next_end]
+            if now == next_arrival:
+                kept = attached.pop(now, [])
+                if next_end > now:  # jobs of the kept list not ended yet end now, done or not
+                    stale = [j for j in kept if end_at[j] > now]
+                    ended_early += len(stale)
+                    ending += stale
+        for job in ending:
+            if running[job]:
+                running[job] = False
+                running_units[queue_of[job]] -= need[job]
+            end_at[job] = end[job] = now  # an ended job's end_at is in the past: no list ends it again
+            members[queue_of[job]].remove(job)
+            left -= 1
+        active = [j for j in active if running[j]]
+        for job in active:
+            if at_events:
+                if reach_at[job] <= now:
+                    demote(job, now)  # one queue per event
+            else:
+                while reach_at[job] <= now:
+                    demote(job, now)
+        arriving: list[int] = []
+        while arrived < jobs and submit[arrived] <= now:
+            arriving.append(arrived)
+            arrived += 1
+        for job in sorted(arriving, key=rank.__getitem__):
+            enter(job, 0)
+        stopped.clear()
+        if refill:
+            pass_refill(now)
+        else:
+            pass_lowest_first(now)
+        if by_entry:
+            for queue in members:
+                queue[:] = [j for j in queue if running[j]] + [j for j in queue if not running[j]]
+        active = sorted((j for queue in members for j in queue if running[j]), key=rank.__getitem__)
+        if at_events:
+            for job in active:
+                wake_at[job] = wake_up(job, now) if queue_of[job] < top_queue else inf
+    return Schedule(policy.name, backfill, np.array(first_start), np.array(end),
+                    busy_integral / GPU_UNITS_PER_GPU, preemptions, sum(preempted), ended_early)
 
 
 def _run_general(workload: Workload, policy: Policy, need_units: np.ndarray, capacity: int,

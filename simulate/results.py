@@ -17,7 +17,15 @@ from ddlx import display
 from ddlx.analysis.definitions import Definition
 from ddlx.atomic import write_text_atomic
 from ddlx.simulate.engine import Schedule
-from ddlx.simulate.policies import DEFAULT_TIE_BREAK, TIE_BREAKS, Policy
+from ddlx.simulate.policies import (
+    DEFAULT_TIE_BREAK,
+    LAS_DEMOTIONS,
+    LAS_PREEMPTIONS,
+    LAS_QUEUE_ORDERS,
+    LAS_STALE_ENDS,
+    TIE_BREAKS,
+    Policy,
+)
 from ddlx.simulate.workload import CPU_UNITS_PER_CORE, EXCLUSION_REASONS, GPU_UNITS_PER_GPU, Workload
 
 SIMULATION_DEFINITIONS: tuple[Definition, ...] = (
@@ -51,8 +59,9 @@ SIMULATION_DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "sim.preemptions.count", "Preemptions", "count",
         "Times a running job was stopped to give its GPUs (and CPUs) to a job of higher priority "
-        "(las: a job of a higher-priority queue; srtf: a job with less remaining time); "
-        "preempted_jobs counts the jobs stopped at least once. Null for non-preemptive policies.",
+        "(las: a job ahead of it in the LAS order, see las_settings; srtf: a job with less remaining time); "
+        "a job stopped and started again at the same instant was not stopped. preempted_jobs counts the jobs "
+        "stopped at least once. Null for non-preemptive policies.",
     ),
 )
 
@@ -73,6 +82,7 @@ class PolicyResult:
     metrics: dict[str, Any]
     schedule: Schedule = field(repr=False)
     thresholds_gpu_s: tuple[float, ...] = ()
+    las_settings: dict[str, Any] | None = None
 
 
 def summarize(workload: Workload, policy: Policy, schedule: Schedule) -> PolicyResult:
@@ -96,8 +106,10 @@ def summarize(workload: Workload, policy: Policy, schedule: Schedule) -> PolicyR
         "preemptions": schedule.preemptions if policy.preemptive else None,
         "preempted_jobs": schedule.preempted_jobs if policy.preemptive else None,
     }
+    if policy.las_stale_ends:
+        metrics["jobs_ended_early"] = schedule.ended_early
     return PolicyResult(policy.name, policy.description, schedule.backfill, metrics, schedule,
-                        policy.thresholds_gpu_s)
+                        policy.thresholds_gpu_s, policy.las_settings())
 
 
 @dataclass
@@ -154,6 +166,7 @@ class SimulationReport:
                 "work_gpu_s": float(np.sum(workload.gpu_units() * workload.run_s) / GPU_UNITS_PER_GPU),
             },
             "las_thresholds_gpu_s": list(las.thresholds_gpu_s) if las else None,
+            "las_settings": _las_settings(las.las_settings) if las and las.las_settings else None,
             "estimates": self.estimates,
             "policies": [{"policy": r.policy, "description": r.description, "backfill": r.backfill, **r.metrics}
                          for r in self.results],
@@ -197,6 +210,14 @@ class SimulationReport:
                 "preemptions": m["preemptions"],
             })
         return pl.DataFrame(rows, schema_overrides={"preemptions": pl.Int64, "gpu_util_pct": pl.Float64})
+
+
+def _las_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The JSON's `las_settings`: each LAS setting with the rule it names."""
+    described = {"demotion": LAS_DEMOTIONS, "queue_order": LAS_QUEUE_ORDERS, "preemption": LAS_PREEMPTIONS}
+    chosen = {key: {"rule": settings[key], "description": rules[settings[key]]} for key, rules in described.items()}
+    chosen["stale_ends"] = {"on": settings["stale_ends"], "description": LAS_STALE_ENDS}
+    return chosen
 
 
 def write_json(report: SimulationReport, path: Path) -> Path:
