@@ -16,7 +16,7 @@ SHOWN_METRICS: tuple[tuple[str, str], ...] = (
 
 
 def model_title(card: dict[str, Any], path: Path) -> str:
-    """E.g. "model 6fdb23b0c465b034: run time of pai jobs (mean, p50, p90), folder ddlx-models/pai"."""
+    """E.g. "model 6fdb23b0c465b034: run time of lab jobs (mean, p50, p90), folder ddlx-models/lab"."""
     trace = card.get("data", {}).get("trace", "?")
     return f"model {card.get('model_id', '?')}: run time of {trace} jobs (mean, p50, p90), folder {path}"
 

@@ -537,7 +537,7 @@ BUCKET_SLUGS: dict[str, str] = {"all": "all", "0": "cpu-only", "(0,1)": "fractio
 
 def human_label(value: Any, trace: str, column: str = "") -> Any:
     """A value of `column` as a reader knows it: a GPU bucket by its range, an identifier with its
-    trace's prefix and underscores dropped ("philly_machine_list" -> "machine list"); other values as
+    trace's prefix and underscores dropped ("<trace>_machine_list" -> "machine list"); other values as
     they are."""
     if not isinstance(value, str):
         return value
