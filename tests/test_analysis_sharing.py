@@ -108,7 +108,8 @@ def test_pai_instances_running_at_once_per_machine(pai_home: Path) -> None:
     assert colocated.value == pytest.approx(level2 / (level1 + level2))
     # Held to the window end, i3 would run on m3 from 3005 to 100060: 97055 s more at 1 instance.
     held = level2 / (level1 + 97055 + level2)
-    assert colocated.alternative == f"{held * 100:.1f} % if the 1 instance with no recorded end is held to the trace end"
+    assert colocated.alternative == (f"{held * 100:.1f} % if the 1 instance with no recorded end is held to the "
+                                     "trace end")
     assert "(1 instance with no recorded end left out)" in colocated.population
     # machine_num_worker of the two metric rows: 2.0 and 1.0 -> median 1.5
     assert result.finding("machine_num_worker_p50").value == pytest.approx(1.5)
