@@ -146,18 +146,26 @@ class Catalog:
 
     def placement(self, dataset: str | None = None, task_list: str = "default", policies: Sequence[str] | None = None,
                   seeds: int = 10, nodes: str = "gpu", workers: int | None = None,
-                  synthetic: bool = False) -> PlacementExperiment:
-        """The FGD paper's fill-up experiment on a dataset's nodes and task list (`ddlx placement`)."""
+                  synthetic: bool = False, *, fill_to: float | None = None, tie_break: str | None = None,
+                  reading: str | None = None) -> PlacementExperiment:
+        """The FGD paper's fill-up experiment on a dataset's nodes and task list (`ddlx placement`),
+        filled to `fill_to` x the GPU capacity, ties broken by `tie_break` (random or name), the
+        curves read by `reading` (bin-mean or first-reach); None: the owners' settings, 1.3, random
+        and bin-mean (docs/placement.md)."""
         from ddlx.simulate.placement.experiment import run_placement
+        from ddlx.simulate.placement.fillup import check_placement_settings
         from ddlx.simulate.placement.inputs import default_dataset, read_inputs
 
+        settings = {key: value for key, value in (("fill_to", fill_to), ("tie_break", tie_break),
+                                                  ("reading", reading)) if value is not None}
+        check_placement_settings(**settings)
         dataset = dataset or default_dataset()
         inputs = read_inputs(self.jobs_home(dataset, synthetic), dataset, task_list, nodes)
         chosen = list(policies) if policies else None
         if self.progress is not None:
             self.progress(f"{dataset}: filling {inputs.source['gpus']:,} GPUs under "
                           f"{len(chosen) if chosen else 'all'} policies x {seeds} seeds")
-        return run_placement(inputs, chosen, seeds, workers)
+        return run_placement(inputs, chosen, seeds, workers, **settings)
 
     def train(self, name: str, out: Path | str | None = None, seed: int = 0, max_fit_rows: int | None = None,
               synthetic: bool = False) -> TrainResult:

@@ -60,14 +60,16 @@ DEFINITIONS: tuple[Definition, ...] = (
         "The fill-up experiment of Weng et al. (ATC'23), as ddlx placement runs it: the trace's real "
         "task list (gpu_task_lists 'default'), shuffled per seed and topped up with tasks drawn from "
         "it with replacement, arrives without departures on the GPU nodes (gpu_nodes with GPUs) until "
-        "the GPUs requested reach the GPU capacity, under each placement policy (random, dotprod, "
-        "gpu-clustering, gpu-packing, best-fit, fgd; docs/placement.md gives their scoring rules). A "
+        "the GPUs requested reach 1.3 x the GPU capacity (the owners' top-up), under each placement "
+        "policy (random, dotprod, gpu-clustering, gpu-packing, best-fit, fgd; docs/placement.md gives "
+        "their scoring rules), score ties going to the first node of a seeded random node order. A "
         "task that fits on no node fails and stays counted as arrived. Arrived workload: GPUs "
         "requested by the arrived tasks / capacity. Unallocated share: 1 - allocated GPUs / capacity, "
-        "at the first arrival that reaches a workload level; mean, min and max over the seeds. "
+        "at a whole percent of capacity the mean over the arrivals whose arrived workload rounds to "
+        "it (the owners' reading); mean, min and max over the seeds. "
         "Fragmented share: the paper's cluster fragmentation (sum over nodes of F_n(M), M the "
         "popular task classes) / capacity. FGD's cut: (best other policy's mean unallocated share - "
-        "FGD's) / the best other's, at the level from 50 % to 100 % where it is largest.",
+        "FGD's) / the best other's, at the level from 50 % to 130 % where it is largest.",
     ),
     # The fragmentation replay's definitions: ddlx.analysis.departure_replay is not an analysis module of
     # its own (its results are this module's), so `registry()` finds them here.
@@ -147,11 +149,13 @@ def analyze(ctx: TraceContext) -> ModuleResult:
 
 #: Seeds of the fill-up experiment in an analysis (`ddlx placement` runs ten by default).
 DEFAULT_FILL_UP_SEEDS = 3
+#: The level of the finding on FGD: arrived tasks asking for the whole GPU capacity.
+FULL_CAPACITY = 1.0
 
 
 def _analyze_fill_up(ctx: TraceContext, result: ModuleResult) -> None:
     """The FGD paper's fill-up experiment on the trace's real task list (definition sharing.fill_up)."""
-    from ddlx.simulate.placement.experiment import LEVELS, run_placement
+    from ddlx.simulate.placement.experiment import run_placement
     from ddlx.simulate.placement.inputs import DEFAULT_TASK_LIST, inputs_from
 
     if not ctx.has_view("gpu_nodes") or not (ctx.has_view("gpu_task_lists") or ctx.has_view("gpu_tasks")):
@@ -170,7 +174,7 @@ def _analyze_fill_up(ctx: TraceContext, result: ModuleResult) -> None:
     result.add("fill_up_summary", experiment.summary, ("sharing.fill_up",), row)
     population = (f"fill-up of the real task list on {inputs.source['gpus']:,} GPUs, {seeds} seeds "
                   "(ddlx placement runs more)")
-    full = experiment.summary.filter((pl.col("policy") == "fgd") & (pl.col("level") == LEVELS[-1]))
+    full = experiment.summary.filter((pl.col("policy") == "fgd") & (pl.col("level") == FULL_CAPACITY))
     if full.height:
         result.add_finding("fill_up_fgd_unallocated", "GPU share left unallocated by FGD when the arrived tasks "
                            "ask for the whole capacity", full["mean"][0], "fraction", "sharing.fill_up", population)

@@ -1,73 +1,234 @@
-"""Benchmark: the paper's fill-up experiment on the real Alibaba GPU cluster trace v2023.
+"""Benchmark: the FGD paper's fill-up experiment on the real Alibaba GPU cluster trace v2023, beside
+the FGD owners' own results.
 
-Six policies x ten seeds on the 1,523-node cluster (openb_node_list_all_node.csv) with the default
-pod list (openb_pod_list_default.csv), filled until arrived GPU requests reach the GPU capacity.
-Prints seconds per policy (all seeds, summed run times; runs use two worker processes) and the
-unallocated GPU share at 90/95/100 % arrived workload (mean, min, max over seeds).
+Ingests the release into a temporary data home, runs `ddlx.simulate.placement.experiment.run_placement`
+(six policies, `--seeds` seeds, the GPU nodes, filled to 1.3 x capacity, the owners' tie-break and
+reading) on each pod list, and prints per list and policy, at 90, 95, 100, 110, 120 and 130 % arrived
+workload, ddlx's mean unallocated and fragmented GPU share over its seeds beside the owners' range
+[min, max] over their ten seeds (`!` marks a mean outside it; with another number of seeds the range
+is scaled around the owners' mean, `reference.widening`), then FGD's cut against the best other
+policy per list (at 100 %, and the largest over 90-130 %), and the wall time of the whole experiment.
 
-Data folder: $DDLX_SHARED_TRACES/alibaba-gpu-v2023, else ../shared/traces/alibaba-gpu-v2023 beside the repo.
+    python benchmarks/placement.py                  # the default pod list, 10 seeds, 2 workers
+    python benchmarks/placement.py --all-lists      # the 17 lists of the owners' results
+    python benchmarks/placement.py --lists gpuspec33,multigpu50 --seeds 3
+
+Where a Go toolchain is on PATH and `--owners-repo DIR` names a checkout of
+hkust-adsl/kubernetes-scheduler-simulator, the owners' simulator is built from its vendored sources
+(in a copy of the checkout) and one of its runs (FGD, default list, seed 42) is timed beside ddlx's
+time for one run; otherwise the benchmark says it skipped that and why.
+
+Data: $DDLX_SHARED_TRACES/alibaba-gpu-v2023 (else ../shared/traces/alibaba-gpu-v2023 beside the repo)
+and $DDLX_SHARED_REFERENCE/fgd-owners (else ../shared/reference/fgd-owners).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import polars as pl
 
-from ddlx.simulate.placement import POLICIES, run_experiment, summary_at
+from ddlx.datasets.ingest import ingest
+from ddlx.simulate.placement import POLICIES, summary_at
+from ddlx.simulate.placement.experiment import cuts_of, run_placement
+from ddlx.simulate.placement.inputs import read_inputs
+from ddlx.simulate.placement.reference import (
+    COMPARED_LEVELS,
+    beside_owners,
+    owners_summary,
+    owners_task_lists,
+    read_owners_results,
+    widening,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = Path(os.environ.get("DDLX_SHARED_TRACES") or REPO.parent / "shared" / "traces") / "alibaba-gpu-v2023"
-SEEDS = range(10)
-WORKERS = 2
+REFERENCE = Path(os.environ.get("DDLX_SHARED_REFERENCE") or REPO.parent / "shared" / "reference") / "fgd-owners"
+DATASET = "pai-v2023"
+#: The level of the headline cut (arrived tasks asking for the whole capacity).
+FULL = 1.0
+#: How far ddlx's cut may be from the owners', in percentage points, with as many seeds as the owners.
+CUT_POINTS = 2.0
+OWNERS_SEEDS = 10
 
 
-def load() -> tuple[pl.DataFrame, pl.DataFrame]:
-    nodes = pl.read_csv(TRACES / "openb_node_list_all_node.csv", schema_overrides={"model": pl.String}).select(
-        pl.col("sn").alias("node"), "cpu_milli", "memory_mib", pl.col("gpu").alias("gpus"),
-        pl.col("model").alias("gpu_model"))
-    pods = pl.read_csv(TRACES / "openb_pod_list_default.csv", schema_overrides={"gpu_spec": pl.String}).select(
-        pl.col("num_gpu").alias("num_gpus"), "gpu_milli", "cpu_milli", "memory_mib",
-        pl.col("gpu_spec").alias("gpu_models"))
-    return nodes, pods
+def _cell(row: dict | None) -> str:
+    if row is None:
+        return f"{'-':>21}"
+    mark = " " if row["inside"] else "!"
+    return f"{row['ddlx_mean']:>6.2%}{mark}[{row['band_min'] * 100:5.2f},{row['band_max'] * 100:5.2f}]"
 
 
-def main() -> int:
-    if not TRACES.is_dir():
-        print(f"trace folder not found: {TRACES}", file=sys.stderr)
-        return 1
+def _table(title: str, beside: pl.DataFrame, seeds: int) -> list[str]:
+    rows = {(r["policy"], round(r["level"], 4)): r for r in beside.iter_rows(named=True)}
+    scaled = "" if seeds == OWNERS_SEEDS else f", scaled for {seeds} seeds (reference.widening)"
+    lines = [f"  {title}: ddlx mean [owners' min, max{scaled}] ('!': outside)",
+             f"  {'policy':<15}" + "".join(f"{f'{level:.0%}':>22}" for level in COMPARED_LEVELS)]
+    for policy in POLICIES:
+        lines.append(f"  {policy:<15}" + "".join(f" {_cell(rows.get((policy, round(level, 4))))}"
+                                                 for level in COMPARED_LEVELS))
+    return lines
+
+
+def _cut_at(cuts: pl.DataFrame, level: float) -> dict | None:
+    found = cuts.filter((pl.col("level") - level).abs() < 1e-9)
+    return found.row(0, named=True) if found.height else None
+
+
+def _largest(cuts: pl.DataFrame) -> dict | None:
+    return cuts.sort("cut", descending=True).row(0, named=True) if cuts.height else None
+
+
+def compare_list(home: Path, owners: pl.DataFrame, task_list: str, seeds: int, workers: int,
+                 tie_break: str) -> dict:
+    """Run one list and set it beside the owners' results: the printed lines, inside counts and cuts."""
+    inputs = read_inputs(home, DATASET, task_list, "gpu")
     start = time.perf_counter()
-    nodes, pods = load()
-    print(f"{nodes.height} nodes, {int(nodes['gpus'].sum())} GPUs; {pods.height} pods; "
-          f"{len(SEEDS)} seeds, {WORKERS} workers")
-    results = run_experiment(nodes, pods, list(POLICIES), SEEDS, workers=WORKERS)
-    wall = time.perf_counter() - start
-    runs = results.group_by("policy", "seed").agg(pl.col("run_seconds").first(), pl.col("step").max(),
-                                                  pl.col("failed").max())
-    times = runs.group_by("policy").agg(pl.col("run_seconds").sum().alias("seconds"),
-                                        pl.col("step").mean().alias("pods"), pl.col("failed").mean().alias("failed"))
-    summary = summary_at(results)
-    wide = summary.pivot(on="level", index="policy", values=["mean", "min", "max"])
-    table = times.join(wide, on="policy").sort(pl.col("policy").replace_strict(
-        {p: i for i, p in enumerate(POLICIES)}, return_dtype=pl.Int64))
-    print()
-    print(f"{'policy':<15}{'seconds':>8}{'pods':>7}{'failed':>8}   unallocated GPU share (mean [min, max]) at arrived")
-    print(f"{'':<38}" + "".join(f"{f'{lv:.0%}':>22}" for lv in (0.9, 0.95, 1.0)))
-    for row in table.iter_rows(named=True):
-        cells = "".join(f"{row[f'mean_{lv}']:>8.2%} [{row[f'min_{lv}']:.2%},{row[f'max_{lv}']:.2%}]"
-                        for lv in ("0.9", "0.95", "1.0"))
-        print(f"{row['policy']:<15}{row['seconds']:>8.1f}{row['pods']:>7.0f}{row['failed']:>8.1f}   {cells}")
-    cap = int(nodes["gpus"].sum())
-    at_full = summary.filter(pl.col("level") == 1.0)
-    best_base = at_full.filter(pl.col("policy") != "fgd").sort("mean").row(0, named=True)
-    fgd = at_full.filter(pl.col("policy") == "fgd").row(0, named=True)
-    saved = best_base["mean"] - fgd["mean"]
-    print(f"\nat 100 %: fgd leaves {fgd['mean'] * cap:.0f} GPUs unallocated, best baseline {best_base['policy']} "
-          f"{best_base['mean'] * cap:.0f}: {saved * cap:.0f} GPUs ({saved / best_base['mean']:.0%}) fewer")
-    print(f"total wall time {wall:.1f} s (run seconds summed over policies: {times['seconds'].sum():.1f} s)")
+    experiment = run_placement(inputs, None, seeds, workers, tie_break=tie_break)
+    seconds = time.perf_counter() - start
+    unallocated = beside_owners(experiment.summary, owners_summary(owners, task_list, "unallocated_share"))
+    fragmented = beside_owners(summary_at(experiment.steps, COMPARED_LEVELS, "fragmented_share"),
+                               owners_summary(owners, task_list, "fragmented_share"))
+    ours = cuts_of(experiment.summary, "mean")
+    theirs = cuts_of(owners_summary(owners, task_list, levels=tuple(p / 100 for p in range(90, 131))), "mean")
+    ours_all = cuts_of(experiment.curves.filter(pl.col("level") >= 0.9 - 1e-9))
+    gpus = inputs.source["gpus"]
+    lines = [f"== {task_list}: {inputs.source['tasks']:,} tasks on {inputs.source['nodes']:,} GPU nodes, "
+             f"{gpus:,} GPUs; {len(POLICIES)} policies x {seeds} seeds in {seconds:.1f} s",
+             *_table("unallocated GPU share", unallocated, seeds), *_table("fragmented GPU share", fragmented, seeds)]
+    return {"task_list": task_list, "lines": lines, "seconds": seconds, "gpus": gpus,
+            "runs": experiment.steps.group_by("policy", "seed").agg(pl.col("run_seconds").first())
+            .with_columns(pl.lit(task_list).alias("task_list")),
+            "inside": (int(unallocated["inside"].sum()), unallocated.height,
+                       int(fragmented["inside"].sum()), fragmented.height),
+            "cut": (_cut_at(ours, FULL), _cut_at(theirs, FULL)), "largest": (_largest(ours_all), _largest(theirs))}
+
+
+def _cut_text(cut: dict | None, gpus: int) -> str:
+    if cut is None:
+        return f"{'-':>32}"
+    return f"{cut['cut']:>6.1%} ({(cut['best'] - cut['own']) * gpus:>4.0f} GPUs, vs {cut['best_other']:<14})"
+
+
+def print_cuts(results: list[dict], seeds: int) -> int:
+    """FGD's cut per list, ddlx beside the owners; returns how many lists agree within CUT_POINTS
+    (scaled by `widening` for another number of seeds than the owners')."""
+    tolerance = CUT_POINTS * widening(seeds, OWNERS_SEEDS)
+    print(f"\nFGD's cut against the best other policy at {FULL:.0%} arrived workload (ddlx | owners | points apart, "
+          f"at most {tolerance:.1f} agrees), and the largest over 90-130 %")
+    print(f"  {'list':<12}{'ddlx':>33}  {'owners':>33}  {'apart':>6}   largest: ddlx | owners")
+    agree = 0
+    for result in results:
+        ours, theirs = result["cut"]
+        apart = abs(ours["cut"] - theirs["cut"]) * 100 if ours and theirs else float("nan")
+        agree += apart <= tolerance
+        big_ours, big_theirs = result["largest"]
+        largest = " | ".join(f"{c['cut']:.1%} at {c['level']:.0%}" if c else "-" for c in (big_ours, big_theirs))
+        print(f"  {result['task_list']:<12}{_cut_text(ours, result['gpus'])}  {_cut_text(theirs, result['gpus'])}  "
+              f"{apart:>6.1f}   {largest}")
+    return agree
+
+
+def owners_run_time(owners_repo: Path | None) -> tuple[float | None, str]:
+    """(seconds, what) of one owners' run (FGD, default list, tune 1.3, seed 42, as their run
+    scripts) built from its vendored sources, or (None, why it was skipped)."""
+    go = shutil.which("go")
+    if go is None:
+        return None, "skipped: no Go toolchain on PATH (`go version` fails); install Go to time the owners' simulator"
+    if owners_repo is None or not (owners_repo / "vendor").is_dir():
+        return None, ("skipped: name a checkout of hkust-adsl/kubernetes-scheduler-simulator (with its vendor/ "
+                      "folder) with --owners-repo DIR")
+    for module in ("pandas", "yaml"):
+        if subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode:
+            return None, f"skipped: the owners' input scripts need the Python module {module}"
+
+    def last_line(done: subprocess.CompletedProcess) -> str:
+        lines = (done.stderr or done.stdout or "").strip().splitlines()
+        return lines[-1] if lines else f"exit code {done.returncode}"
+
+    with tempfile.TemporaryDirectory(prefix="ddlx-owners-") as scratch:
+        copy = Path(scratch) / "simulator"
+        shutil.copytree(owners_repo, copy, ignore=shutil.ignore_patterns(".git", "experiments", "bin"))
+        (copy / "bin").mkdir()
+        start = time.perf_counter()
+        built = subprocess.run([go, "build", "-mod=vendor", "-o", "bin/simon", "./cmd"], cwd=copy,
+                               capture_output=True, text=True)
+        build_seconds = time.perf_counter() - start
+        if built.returncode:
+            return None, f"skipped: `go build` failed: {last_line(built)}"
+        # the owners' data/prepare_input.sh for the default list: node YAML beside the pods' YAML
+        data = copy / "data"
+        (data / "openb_pod_list_default").mkdir()
+        shutil.copy(data / "node_yaml" / "openb_node_list_gpu_node.yaml", data / "openb_pod_list_default")
+        prepared = subprocess.run([sys.executable, "pod_csv_to_yaml.py", "csv/openb_pod_list_default.csv"], cwd=data,
+                                  capture_output=True, text=True)
+        if prepared.returncode:
+            return None, f"skipped: the owners' data/pod_csv_to_yaml.py failed: {last_line(prepared)}"
+        run_dir = copy / "experiments" / "ddlx-benchmark"
+        run_dir.mkdir(parents=True)
+        start = time.perf_counter()
+        ran = subprocess.run([sys.executable, "scripts/generate_config_and_run.py", "-d", str(run_dir), "-e", "-b",
+                              "-f", "data/openb_pod_list_default", "-FGD", "1000", "-gpusel", "FGD", "-tune", "1.3",
+                              "-tuneseed", "42", "--shuffle-pod=true"], cwd=copy, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        if ran.returncode or not list(run_dir.glob("log-*.log")):
+            return None, f"skipped: the owners' run failed: {last_line(ran)}"
+        return seconds, f"{seconds:.1f} s for one run (built in {build_seconds:.0f} s with {go})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--all-lists", action="store_true", help="every pod list of the owners' results (17)")
+    which.add_argument("--lists", default="default", help="pod lists, comma-separated (default: default)")
+    parser.add_argument("--seeds", type=int, default=10, help="seeds per policy (default 10, as the owners)")
+    parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    parser.add_argument("--tie-break", default="random", choices=("random", "name"))
+    parser.add_argument("--owners-repo", type=Path, default=None,
+                        help="a checkout of hkust-adsl/kubernetes-scheduler-simulator to time one owners' run")
+    args = parser.parse_args(argv)
+    for folder in (TRACES, REFERENCE):
+        if not folder.is_dir():
+            print(f"folder not found: {folder}", file=sys.stderr)
+            return 1
+    owners = read_owners_results(REFERENCE)
+    lists = owners_task_lists(owners) if args.all_lists else [s.strip() for s in args.lists.split(",") if s.strip()]
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ddlx-placement-bench-") as scratch:
+        home = Path(scratch) / "home"
+        ingest(DATASET, TRACES, home)
+        ingest_seconds = time.perf_counter() - started
+        print(f"{DATASET} ingested in {ingest_seconds:.1f} s; {len(lists)} pod list(s) x {len(POLICIES)} policies x "
+              f"{args.seeds} seeds, {args.workers} workers, tie-break {args.tie_break}\n")
+        results = []
+        for task_list in lists:
+            results.append(compare_list(home, owners, task_list, args.seeds, args.workers, args.tie_break))
+            print("\n".join(results[-1]["lines"]), flush=True)
+    agree = print_cuts(results, args.seeds)
+    unallocated = [sum(r["inside"][i] for r in results) for i in range(4)]
+    print(f"\ninside the owners' range: unallocated {unallocated[0]}/{unallocated[1]}, fragmented "
+          f"{unallocated[2]}/{unallocated[3]}; FGD's cut at {FULL:.0%} within "
+          f"{CUT_POINTS * widening(args.seeds, OWNERS_SEEDS):.1f} points: "
+          f"{agree}/{len(results)} lists")
+    runs = pl.concat([r["runs"] for r in results])
+    experiment_seconds = sum(r["seconds"] for r in results)
+    print(f"ddlx: {len(lists)} lists x {len(POLICIES)} policies x {args.seeds} seeds = {runs.height} runs in "
+          f"{experiment_seconds:.1f} s of wall time ({args.workers} workers; {runs['run_seconds'].sum():.1f} s "
+          f"of run time summed; one FGD run {runs.filter(pl.col('policy') == 'fgd')['run_seconds'].mean():.1f} s "
+          f"on average); ingest {ingest_seconds:.1f} s")
+    owners_seconds, what = owners_run_time(args.owners_repo)
+    print(f"owners' simulator: {what}")
+    ours = runs.filter((pl.col("policy") == "fgd") & (pl.col("task_list") == "default"))["run_seconds"]
+    if owners_seconds is not None and ours.len():
+        print(f"one FGD run of the default list: the owners' simulator {owners_seconds:.1f} s, ddlx "
+              f"{ours.mean():.1f} s on average: {owners_seconds / ours.mean():.0f} x")
     return 0
 
 

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 
 
 def render(experiment: "PlacementExperiment") -> str:
-    """The terminal table: unallocated GPU share per policy at each level (mean [min, max] over
-    seeds), then FGD's gain over the best other policy."""
-    from ddlx.simulate.placement.experiment import LEVELS
+    """The terminal table: unallocated GPU share per policy at each level the run reaches (mean
+    [min, max] over seeds), then FGD's gain over the best other policy."""
+    from ddlx.simulate.placement.experiment import levels_up_to
 
     source = experiment.source
     lines = []
@@ -27,13 +27,17 @@ def render(experiment: "PlacementExperiment") -> str:
     lines.append(f"{source['dataset']}: task list '{source['task_list']}' ({source['tasks']:,} tasks) filled into "
                  f"{source['nodes']:,} {'GPU ' if source.get('node_set') == 'gpu' else ''}nodes with "
                  f"{source['gpus']:,} GPUs; {len(experiment.seeds)} seeds")
+    settings = experiment.settings
+    levels = levels_up_to(settings["fill_to"])
+    lines.append(f"filled to {settings['fill_to']:.0%} of capacity; ties: {settings['tie_break']}; "
+                 f"reading: {settings['reading']} (docs/placement.md)")
     lines.append("unallocated GPU share (mean [min, max] over seeds) when the arrived tasks ask for")
-    header = f"  {'policy':<16}" + "".join(f"{f'{level:.0%} of capacity':>24}" for level in LEVELS)
+    header = f"  {'policy':<16}" + "".join(f"{f'{level:.0%} of capacity':>24}" for level in levels)
     lines.append(header)
     summary = {(r["policy"], r["level"]): r for r in experiment.summary.iter_rows(named=True)}
     for policy in experiment.policies:
         cells = []
-        for level in LEVELS:
+        for level in levels:
             row = summary.get((policy, level))
             cells.append("-" if row is None else f"{row['mean']:.2%} [{row['min']:.2%}, {row['max']:.2%}]")
         lines.append(f"  {policy:<16}" + "".join(f"{cell:>24}" for cell in cells))
@@ -61,6 +65,15 @@ def placement_command(
     out: Annotated[Optional[Path], typer.Option(
         "--out", help="Results folder (default: ./ddlx-results/placement-<dataset>-<list>).",
         show_default=False)] = None,
+    fill_to: Annotated[str, typer.Option(
+        "--fill-to", help="Fill until the arrived tasks ask for this multiple of the GPU capacity (above 0, "
+        "at most 10; the owners' experiment: 1.3).")] = "1.3",
+    tie_break: Annotated[str, typer.Option(
+        "--tie-break", help="Score ties between nodes: random (a seeded random node order per seed, as the "
+        "owners' simulator) or name (the first node by name).")] = "random",
+    reading: Annotated[str, typer.Option(
+        "--reading", help="How a level is read: bin-mean (the mean over the arrivals at that whole percent, "
+        "as the owners' scripts) or first-reach (the first arrival reaching it).")] = "bin-mean",
     synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
@@ -68,6 +81,7 @@ def placement_command(
     policy (the fill-up experiment of the FGD paper, ATC'23); print the unallocated GPU share per policy."""
     from ddlx.simulate.placement import POLICIES
     from ddlx.simulate.placement.experiment import check_experiment_folder, write_experiment
+    from ddlx.simulate.placement.fillup import check_placement_settings
     from ddlx.simulate.placement.inputs import default_dataset
 
     chosen = [p.strip() for p in (policies or "").split(",") if p.strip()] or list(POLICIES)
@@ -75,10 +89,12 @@ def placement_command(
     if unknown:
         raise typer.BadParameter(f"unknown policy {unknown[0]!r}; expected some of: {', '.join(POLICIES)}",
                                  param_hint="--policies")
+    fill, ties, read = check_placement_settings(fill_to, tie_break, reading)
     dataset = dataset or default_dataset()
     folder = out if out is not None else Path("ddlx-results") / f"placement-{dataset}-{task_list}"
     check_experiment_folder(folder)
-    experiment = _catalog(data_home).placement(dataset, task_list, chosen, seeds, nodes, workers, synthetic)
+    experiment = _catalog(data_home).placement(dataset, task_list, chosen, seeds, nodes, workers, synthetic,
+                                               fill_to=fill, tie_break=ties, reading=read)
     typer.echo(render(experiment))
     write_experiment(experiment, folder)
     typer.echo(f"results: {folder} (steps, curves and summary as Parquet; experiment.json)")

@@ -7,22 +7,27 @@ import numpy as np
 import polars as pl
 import pytest
 
+from ddlx.errors import UsageError
 from ddlx.simulate.placement import (
     POLICIES,
     Cluster,
+    PlacementOptionError,
     TargetWorkload,
     Task,
     TaskClass,
     arrival_order,
+    check_placement_settings,
     cluster_fragmentation,
     fill_up,
     make_policy,
     node_fragmentation,
+    node_order,
     run_experiment,
     summary_at,
     target_workload,
     tasks_from_frame,
 )
+from ddlx.simulate.placement.fillup import arrived_percent
 
 
 def nodes_frame(rows: list[tuple[str, int, int, int, str | None]]) -> pl.DataFrame:
@@ -229,28 +234,140 @@ def test_conservation_every_step(policy: str) -> None:
     assert table["unallocated_share"][-1] == pytest.approx(1 - cluster.allocated_milli / 6000)
 
 
-def test_fill_up_stops_at_capacity_and_is_deterministic() -> None:
+class ScriptedDraws:
+    """A stand-in for numpy's Generator that hands out scripted permutations and draws, so a test can
+    work out the arrival order by hand."""
+
+    def __init__(self, permutations: list[list[int]], draws: list[list[int]]) -> None:
+        self.permutations, self.draws = list(permutations), list(draws)
+
+    def permutation(self, n: int) -> np.ndarray:
+        order = self.permutations.pop(0)
+        assert sorted(order) == list(range(n))
+        return np.array(order)
+
+    def integers(self, high: int, size: int) -> np.ndarray:
+        chunk = self.draws.pop(0)
+        assert len(chunk) == size and max(chunk) < high
+        return np.array(chunk)
+
+
+# SMALL_PODS ask for 300 + 500 + 1000 + 2000 + 0 + 250 + 700 + 0 = 4,750 milli-GPU; SMALL_NODES hold 6,000.
+SMALL_TASKS = tasks_from_frame(SMALL_PODS)
+
+
+def test_top_up_appends_draws_while_the_next_one_fits_the_target() -> None:
+    # fill to 1.3 x 6000 = 7800. Draws: pod 3 (2 GPUs; 4750 + 1000 <= 7800) -> 6750; pod 4 (CPU-only) -> 6750;
+    # pod 6 (700) -> 7450; pod 3 again: 7450 + 1000 > 7800 ends the list without it.
+    rng = ScriptedDraws([[7, 6, 5, 4, 3, 2, 1, 0]], [[3, 4, 6, 3] + [0] * 12])
+    assert arrival_order(SMALL_TASKS, 6000, rng, 1.3).tolist() == [7, 6, 5, 4, 3, 2, 1, 0, 3, 4, 6]
+    # fill to 5000 / 6000: 16 CPU-only draws (a whole chunk) all fit, then pod 0 (300): 4750 + 300 > 5000 ends it.
+    rng = ScriptedDraws([list(range(8))], [[4, 7] * 8, [0] + [1] * 15])
+    assert arrival_order(SMALL_TASKS, 6000, rng, 5000 / 6000).tolist() == list(range(8)) + [4, 7] * 8
+
+
+def test_a_list_above_the_target_loses_random_pods_until_it_fits() -> None:
+    # fill to 0.5 x 6000 = 3000 < 4750. Shuffled: pods 5 0 1 2 4 7 6 3; positions removed in the order
+    # 4 5 6 1 2 3 ... are pods 4, 7, 6, 0, 1, 2: 4750 - 0 - 0 - 700 - 300 - 500 = 3250 > 3000, then - 1000 =
+    # 2250: pods 5 and 3 stay, in arrival order.
+    rng = ScriptedDraws([[5, 0, 1, 2, 4, 7, 6, 3], [4, 5, 6, 1, 2, 3, 0, 7]], [])
+    assert arrival_order(SMALL_TASKS, 6000, rng, 0.5).tolist() == [5, 3]
+    with pytest.raises(ValueError, match="requests no GPU"):
+        arrival_order(tasks_from_frame(SMALL_PODS.filter(pl.col("num_gpus") == 0)), 6000, np.random.default_rng(0))
+
+
+def test_fill_up_reaches_the_chosen_multiple_and_is_deterministic() -> None:
+    for fill_to in (1.0, 1.3, 2.0):
+        table = fill_up(SMALL_NODES, SMALL_PODS, "fgd", 7, fill_to=fill_to)
+        arrived = (table["arrived_workload"] * 6000).round().cast(pl.Int64).to_list()
+        # within the target, and no GPU pod (at most one GPU's share, 1000) from it
+        assert fill_to * 6000 - 1000 < arrived[-1] <= fill_to * 6000
+        assert table["step"].to_list() == list(range(1, table.height + 1))
     a = fill_up(SMALL_NODES, SMALL_PODS, "fgd", 7)
     assert a.equals(fill_up(SMALL_NODES, SMALL_PODS, "fgd", 7))
-    # stops at the first arrival that brings requests to capacity (6 GPUs), not before, not after.
-    assert a["arrived_workload"][-1] >= 1.0 and (a["arrived_workload"][:-1] < 1.0).all()
-    assert a["step"].to_list() == list(range(1, a.height + 1))
     assert a["fragmented_share"].to_list() == pytest.approx((a["fragmented_gpus"] / 6).to_list())
-    tasks = SMALL_PODS.height
-    order7 = arrival_order(tasks_from_frame(SMALL_PODS), 6000,
-                           np.random.default_rng(7))
-    order8 = arrival_order(tasks_from_frame(SMALL_PODS), 6000,
-                           np.random.default_rng(8))
-    assert sorted(order7[:tasks].tolist()) == list(range(tasks))  # a permutation first, then draws
+    order7 = arrival_order(SMALL_TASKS, 6000, np.random.default_rng(7))
+    order8 = arrival_order(SMALL_TASKS, 6000, np.random.default_rng(8))
+    assert sorted(order7[:SMALL_PODS.height].tolist()) == list(range(SMALL_PODS.height))  # a permutation first
     assert order7.tolist() != order8.tolist()
     ra = fill_up(SMALL_NODES, SMALL_PODS, "random", 1)
     assert ra.equals(fill_up(SMALL_NODES, SMALL_PODS, "random", 1))
 
 
+def test_arrived_percent_rounds_half_to_even() -> None:
+    # 6,212 GPUs: 31,060 milli-GPU is exactly 0.5 %, 93,180 exactly 1.5 %, 6,243,060 exactly 100.5 %.
+    arrived = np.array([0, 31_060, 31_061, 93_180, 6_212_000, 6_243_060, 6_305_180, 6_305_179])
+    assert arrived_percent(arrived, 6_212_000).tolist() == [0, 0, 1, 2, 100, 100, 102, 101]
+
+
+IDENTICAL_NODES = nodes_frame([(f"n{i}", 32000, 65536, 1, "A") for i in range(5)])
+ONE_GPU_POD = pl.DataFrame({"num_gpus": [1], "gpu_milli": [1000], "cpu_milli": [1000], "memory_mib": [1024],
+                            "gpu_models": [None]}, schema_overrides={"gpu_models": pl.String})
+
+
+def _node_taken(seed: int, tie_break: str) -> str:
+    # one 1-GPU pod on five identical nodes, filled to 1000 / 5000: every node scores the same
+    _, cluster = fill_up(IDENTICAL_NODES, ONE_GPU_POD, "best-fit", seed, fill_to=0.2, tie_break=tie_break,
+                         return_cluster=True)
+    (node,) = np.flatnonzero(cluster.gpu_alloc.sum(axis=1))
+    return cluster.names[int(node)]
+
+
+def test_ties_go_to_a_seeded_random_node_or_to_the_first_name() -> None:
+    assert {_node_taken(seed, "name") for seed in range(12)} == {"n0"}
+    taken = [_node_taken(seed, "random") for seed in range(12)]
+    assert taken == [_node_taken(seed, "random") for seed in range(12)]  # the same node for the same seed
+    assert len(set(taken)) >= 3  # and spread over the nodes across seeds
+    assert taken == [f"n{node_order(5, seed)[0]}" for seed in range(12)]
+    assert node_order(5, 3, "name").tolist() == [0, 1, 2, 3, 4]
+
+
+def test_a_reordered_cluster_keeps_each_nodes_state() -> None:
+    cluster = Cluster.from_frames(CLUSTER_A)
+    cluster.place(1, (2,), Task(1, 300, 1000, 1024))
+    moved = cluster.reordered(np.array([2, 0, 1]))
+    assert moved.names == ["n2", "n0", "n1"] and moved.uid != cluster.uid
+    assert moved.gpu_free[2].tolist() == [1000, 1000, 700, 1000] and moved.cpu_free.tolist() == [16000, 32000, 63000]
+    assert moved.model_mask("T4").tolist() == [False, False, True]
+    with pytest.raises(ValueError, match="permutation"):
+        cluster.reordered(np.array([0, 0, 1]))
+
+
+def test_bin_mean_and_first_reach_readings_by_hand() -> None:
+    # one run: arrived percent 89, 90, 90, 91, 95, 97, 97; unallocated 0.20 .. 0.14
+    results = pl.DataFrame({
+        "policy": ["p"] * 7, "seed": [0] * 7, "step": list(range(1, 8)),
+        "arrived_workload": [0.891, 0.897, 0.903, 0.91, 0.951, 0.968, 0.972],
+        "arrived_percent": [89, 90, 90, 91, 95, 97, 97],
+        "unallocated_share": [0.20, 0.19, 0.18, 0.17, 0.16, 0.15, 0.14],
+    })
+    bins = summary_at(results, (0.9, 0.95, 0.96, 0.93), reading="bin-mean")
+    by_level = {row["level"]: row["mean"] for row in bins.iter_rows(named=True)}
+    # 90 %: the two arrivals at 90; 95 %: the one at 95; 96 %: none at 96, so those at 95-97
+    # (0.16 + 0.15 + 0.14) / 3; 93 %: nothing at 92-94, the seed has no value there.
+    assert by_level == pytest.approx({0.9: 0.185, 0.95: 0.16, 0.96: 0.15})
+    first = summary_at(results, (0.9, 0.95, 0.96), reading="first-reach")
+    assert first["mean"].to_list() == pytest.approx([0.18, 0.16, 0.15])  # 0.903, 0.951, 0.968
+    with pytest.raises(ValueError, match="whole percents"):
+        summary_at(results, (0.955,))
+
+
+@pytest.mark.parametrize(("settings", "needle"), [
+    ({"fill_to": 0}, "fill-to: expected"), ({"fill_to": "1,3"}, "got '1,3'"), ({"fill_to": float("inf")}, "fill-to"),
+    ({"fill_to": 10.5}, "at most 10"), ({"tie_break": "first"}, "unknown tie-break 'first'"),
+    ({"reading": "mean"}, "unknown reading 'mean'; expected one of: bin-mean, first-reach"),
+])
+def test_settings_that_are_not_known_are_refused(settings: dict, needle: str) -> None:
+    with pytest.raises(PlacementOptionError, match=needle) as refused:
+        check_placement_settings(**settings)
+    assert isinstance(refused.value, UsageError)
+    assert check_placement_settings("1.3", "name", "first-reach") == (1.3, "name", "first-reach")
+
+
 def test_run_experiment_and_summary() -> None:
     res = run_experiment(SMALL_NODES, SMALL_PODS, ["best-fit", "fgd"], [0, 1])
     assert set(res["policy"]) == {"best-fit", "fgd"} and set(res["seed"]) == {0, 1}
-    s = summary_at(res, levels=(0.5, 1.0))
+    s = summary_at(res, levels=(0.5, 1.0), reading="first-reach")
     assert s.height == 4
     first = (res.filter((pl.col("policy") == "fgd") & (pl.col("arrived_workload") >= 1.0))
              .group_by("seed").agg(pl.col("unallocated_share").first()))

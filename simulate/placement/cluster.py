@@ -109,10 +109,14 @@ class Cluster:
       completely free GPUs, `max_free` (N,) largest free share, `tags` (N, 9) counts of placed
       GPU tasks per gpu-clustering tag, `version` (N,) placements made on the node.
 
-    Nodes are kept in the given order; policies break score ties towards the lowest index (the
-    owners' simulator picks the lexicographically smallest node name, which `from_frames` matches
-    by sorting on the node name).
+    Nodes are kept in the given order, and policies break score ties towards the lowest index: the
+    order of the nodes is the tie-break. `from_frames` sorts them by name; `reordered` puts them in
+    another order (the fill-up's seeded random order, as the owners' simulator breaks ties).
     """
+
+    #: Attributes that hold one row per node (reindexed together by `reordered`).
+    _PER_NODE = ("cpu_cap", "mem_cap", "gpu_count", "model_idx", "gpu_valid", "cpu_free", "mem_free", "gpu_free",
+                 "gpu_alloc", "tags", "version", "gpu_left", "full_gpus", "max_free")
 
     def __init__(self, names: list[str], cpu_milli: np.ndarray, memory_mib: np.ndarray, gpus: np.ndarray,
                  gpu_model: list[str | None]) -> None:
@@ -156,6 +160,19 @@ class Cluster:
             setattr(other, key, value.copy() if isinstance(value, np.ndarray) else value)
         other._spec_masks = dict(self._spec_masks)
         other.uid = next(_uids)
+        return other
+
+    def reordered(self, order: np.ndarray) -> Cluster:
+        """An independent copy (new `uid`) whose node i is this cluster's node `order[i]`, state included;
+        `order` is a permutation of the node indices."""
+        order = np.asarray(order, dtype=np.int64)
+        if order.shape != (self.num_nodes,) or not np.array_equal(np.sort(order), np.arange(self.num_nodes)):
+            raise ValueError("a node order must be a permutation of the node indices")
+        other = self.copy()
+        other.names = [self.names[i] for i in order.tolist()]
+        for key in self._PER_NODE:
+            setattr(other, key, getattr(self, key)[order].copy())
+        other._spec_masks = {}
         return other
 
     @property

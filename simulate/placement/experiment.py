@@ -1,7 +1,10 @@
 """The fill-up experiment as ddlx runs and reports it: every policy and seed on one dataset's
-nodes and task list, the curves of the paper (unallocated GPU share against arrived workload,
-mean and spread over seeds), the table at chosen workload levels, and FGD's gain over the best
-other policy. Written as Parquet and JSON (`write_experiment`)."""
+nodes and task list, filled to a multiple of the GPU capacity (`fill_to`, default 1.3), score ties
+broken by a seeded random node order (`tie_break`) and the curves read by `reading` (the owners'
+bin-mean by default; `ddlx.simulate.placement.fillup` defines all three). The curves of the paper
+(unallocated GPU share against arrived workload, mean and spread over seeds), the table at chosen
+workload levels, and FGD's gain over the best other policy. Written as Parquet and JSON
+(`write_experiment`)."""
 
 from __future__ import annotations
 
@@ -13,14 +16,23 @@ from typing import Any
 
 import polars as pl
 
-from ddlx.simulate.placement.fillup import run_experiment, summary_at
+from ddlx.simulate.placement.fillup import (
+    DEFAULT_FILL_TO,
+    DEFAULT_READING,
+    DEFAULT_TIE_BREAK,
+    READINGS,
+    TIE_BREAKS,
+    check_placement_settings,
+    run_experiment,
+    summary_at,
+)
 from ddlx.simulate.placement.inputs import PlacementInputs
 from ddlx.simulate.placement.policies import POLICIES
 
-#: Arrived-workload levels of the summary table (shares of GPU capacity).
-LEVELS: tuple[float, ...] = (0.9, 0.95, 1.0)
-#: Levels of the curves: every percent of capacity from 50 % to 100 %.
-CURVE_LEVELS: tuple[float, ...] = tuple(round(0.5 + i / 100, 2) for i in range(51))
+#: Arrived-workload levels of the summary table (shares of GPU capacity); a run shows those up to its fill.
+LEVELS: tuple[float, ...] = (0.9, 0.95, 1.0, 1.1, 1.2, 1.3)
+#: Where the curves start: 50 % of capacity (below it every policy places every task).
+CURVE_START = 0.5
 #: The policy whose gain the experiment states, and the policies it is compared with.
 GAIN_POLICY = "fgd"
 #: The file every placement results folder holds: what marks a folder as one ddlx wrote.
@@ -41,13 +53,18 @@ class PlacementExperiment:
     curves: pl.DataFrame
     summary: pl.DataFrame
     gain: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=lambda: {
+        "fill_to": DEFAULT_FILL_TO, "tie_break": DEFAULT_TIE_BREAK, "reading": DEFAULT_READING})
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": "ddlx-placement/1", **({"label": "SYNTHETIC"} if self.source.get("synthetic") else {}),
-            "source": self.source, "policies": self.policies, "seeds": self.seeds,
+            "source": self.source, "policies": self.policies, "seeds": self.seeds, "settings": self.settings,
             "definitions": {
                 "arrived_workload": "GPUs requested by the tasks arrived so far (placed or not) / GPU capacity",
+                "fill_to": "the multiple of the GPU capacity the arrived tasks ask for at the end (the owners' tune)",
+                "tie_break": TIE_BREAKS[self.settings["tie_break"]],
+                "reading": READINGS[self.settings["reading"]],
                 "unallocated_share": "1 - GPUs allocated to placed tasks / GPU capacity",
                 "fragmented_share": "the paper's cluster fragmentation (sum over nodes of F_n(M)) / GPU capacity",
             },
@@ -65,42 +82,71 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def levels_up_to(fill_to: float) -> tuple[float, ...]:
+    """The levels of `LEVELS` a run filled to `fill_to` x capacity reaches."""
+    return tuple(level for level in LEVELS if level <= fill_to + 1e-9)
+
+
+def curve_levels(fill_to: float = DEFAULT_FILL_TO) -> tuple[float, ...]:
+    """Levels of the curves: every whole percent of capacity from `CURVE_START` (or 0 %, for a fill
+    below it) to `fill_to`."""
+    last = int(round(fill_to * 100, 9))
+    first = int(CURVE_START * 100) if last >= CURVE_START * 100 else 0
+    return tuple(p / 100 for p in range(first, last + 1))
+
+
 def run_placement(inputs: PlacementInputs, policies: list[str] | None = None, seeds: int = 10,
-                  workers: int | None = None) -> PlacementExperiment:
-    """Fill the cluster of `inputs` with its tasks under each of `policies` (default: all) for
-    seeds 0..`seeds`-1."""
+                  workers: int | None = None, *, fill_to: float = DEFAULT_FILL_TO,
+                  tie_break: str = DEFAULT_TIE_BREAK, reading: str = DEFAULT_READING) -> PlacementExperiment:
+    """Fill the cluster of `inputs` with its tasks to `fill_to` x its GPU capacity under each of
+    `policies` (default: all) for seeds 0..`seeds`-1, score ties broken by `tie_break`, the curves
+    and the table read by `reading` (`ddlx.simulate.placement.fillup`: `TIE_BREAKS`, `READINGS`;
+    `PlacementOptionError` for a setting that is not one of them)."""
+    fill_to, tie_break, reading = check_placement_settings(fill_to, tie_break, reading)
     chosen = list(policies or POLICIES)
     seed_list = list(range(seeds))
     steps = run_experiment(inputs.nodes, inputs.tasks, chosen, seed_list,
-                           workers=workers if workers is not None else default_workers())
-    curves = curves_of(steps)
+                           workers=workers if workers is not None else default_workers(),
+                           fill_to=fill_to, tie_break=tie_break)
+    curves = curves_of(steps, curve_levels(fill_to), reading)
     experiment = PlacementExperiment(dict(inputs.source), chosen, seed_list, steps, curves,
-                                     summary_at(steps, LEVELS), gain_of(curves, inputs.source.get("gpus")))
+                                     summary_at(steps, levels_up_to(fill_to), reading=reading),
+                                     gain_of(curves, inputs.source.get("gpus")),
+                                     {"fill_to": fill_to, "tie_break": tie_break, "reading": reading})
     return experiment
 
 
-def curves_of(steps: pl.DataFrame, levels: tuple[float, ...] = CURVE_LEVELS) -> pl.DataFrame:
-    """Per policy and arrived-workload level: mean, min and max over seeds of the unallocated GPU
-    share, and the mean fragmented share, at the first arrival that reaches the level."""
-    summary = summary_at(steps, levels).rename({"mean": "unallocated_mean", "min": "unallocated_min",
-                                                "max": "unallocated_max"})
-    fragmented = summary_at(steps, levels, "fragmented_share").select(
+def curves_of(steps: pl.DataFrame, levels: tuple[float, ...] | None = None,
+              reading: str = DEFAULT_READING) -> pl.DataFrame:
+    """Per policy and arrived-workload level (default `curve_levels()`): mean, min and max over
+    seeds of the unallocated GPU share, and the mean fragmented share, each seed read by `reading`."""
+    levels = curve_levels() if levels is None else levels
+    summary = summary_at(steps, levels, reading=reading).rename(
+        {"mean": "unallocated_mean", "min": "unallocated_min", "max": "unallocated_max"})
+    fragmented = summary_at(steps, levels, "fragmented_share", reading).select(
         "policy", "level", pl.col("mean").alias("fragmented_mean"))
     return summary.join(fragmented, on=["policy", "level"], how="left").sort("policy", "level")
 
 
+def cuts_of(means: pl.DataFrame, column: str = "unallocated_mean") -> pl.DataFrame:
+    """Per level: `GAIN_POLICY`'s mean unallocated share (`own`), the best other policy's
+    (`best_other`, `best`) and the relative cut (best - own) / best, where best is above zero.
+    `means` has columns policy, level and `column` (the curves, or a summary's `mean`)."""
+    mine = means.filter(pl.col("policy") == GAIN_POLICY).select("level", pl.col(column).alias("own"))
+    rivals = (means.filter(pl.col("policy") != GAIN_POLICY).sort(column)
+              .group_by("level", maintain_order=True).agg(pl.col("policy").first().alias("best_other"),
+                                                          pl.col(column).first().alias("best")))
+    both = mine.join(rivals, on="level").filter(pl.col("best") > 0)
+    return both.with_columns(((pl.col("best") - pl.col("own")) / pl.col("best")).alias("cut")).sort("level")
+
+
 def gain_of(curves: pl.DataFrame, gpus: int | None) -> dict[str, Any]:
     """The largest relative cut of `GAIN_POLICY`'s mean unallocated share against the best other
-    policy at the same level (the paper's "up to x % fewer unallocated GPUs"), where both are
-    above zero; empty when the policy or a rival did not run."""
-    mine = curves.filter(pl.col("policy") == GAIN_POLICY).select("level", pl.col("unallocated_mean").alias("own"))
-    rivals = (curves.filter(pl.col("policy") != GAIN_POLICY).sort("unallocated_mean")
-              .group_by("level", maintain_order=True).agg(pl.col("policy").first().alias("best_other"),
-                                                          pl.col("unallocated_mean").first().alias("best")))
-    both = mine.join(rivals, on="level").filter(pl.col("best") > 0)
+    policy at the same level of the curves (`cuts_of`; the paper's "up to x % fewer unallocated
+    GPUs"); empty when the policy or a rival did not run."""
+    both = cuts_of(curves)
     if both.is_empty():
         return {}
-    both = both.with_columns(((pl.col("best") - pl.col("own")) / pl.col("best")).alias("cut"))
     top = both.sort("cut", descending=True).row(0, named=True)
     return {"policy": GAIN_POLICY, "level": top["level"], "best_other": top["best_other"],
             "cut_share": top["cut"], "own_unallocated": top["own"], "best_other_unallocated": top["best"],

@@ -29,6 +29,7 @@ F_n(M) over nodes; functions here return it in GPUs (milli-GPU / 1000) where sta
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -63,15 +64,15 @@ class TargetWorkload:
     covered: float  # share of all pods in the kept classes
     _access: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict, repr=False)
 
-    @property
+    @cached_property
     def cpu_milli(self) -> np.ndarray:
         return np.array([c.cpu_milli for c in self.classes], dtype=np.int64)
 
-    @property
+    @cached_property
     def gpu_milli(self) -> np.ndarray:
         return np.array([c.gpu_milli for c in self.classes], dtype=np.int64)
 
-    @property
+    @cached_property
     def num_gpus(self) -> np.ndarray:
         return np.array([c.num_gpus for c in self.classes], dtype=np.int64)
 

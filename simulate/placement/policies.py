@@ -5,8 +5,12 @@ Each policy reproduces a score plugin of the owners' simulator
 the paper's runs (experiments/run_scripts/generate_run_scripts.py): only nodes where the task fits
 are scored (CPU, memory, GPU, model), each node gets an INTEGER score in [0, 100] (Go truncates
 the float score with int64(); integer ties matter), the highest score wins, and ties go to the
-lowest node index (the owners' patched kube-scheduler `selectHost` takes the lexicographically
-smallest node name among equal scores; `Cluster.from_frames` sorts nodes by name).
+lowest node index of the cluster. The owners' patched kube-scheduler `selectHost`
+(vendor/k8s.io/kubernetes/pkg/scheduler/core/generic_scheduler.go) takes the lexicographically
+smallest node name among equal scores, the names carrying a seeded random prefix per run
+(pkg/simulator/simulator.go `syncClusterResourceList`); the fill-up gives the cluster that node
+order (`fillup.TIE_BREAKS`). best-fit's min-max `NormalizeScore` of integer scores in [0, 100]
+keeps their order and ties, so it is left out.
 
 Within-node GPU choice (pkg/simulator/plugin/open_gpu_share.go, `allocateGpuId`):
 

@@ -37,10 +37,12 @@ DEFINITIONS: tuple[Definition, ...] = (
         "paper.openb_atc23.fgd_unallocated", "GPUs left unallocated under FGD (ATC'23)", "percent or GPUs",
         "The paper's fill-up experiment (ddlx placement): the default pod list, shuffled and topped up "
         "with pods drawn from it, arrives without departures on the GPU nodes until the GPUs requested "
-        "reach the cluster's capacity, under each of Random, DotProd, GpuClustering, GpuPacking, "
-        "BestFit and fragmentation gradient descent (FGD), for seeds 0-9. The unallocated GPU share is "
-        "1 - allocated GPUs / capacity at the first arrival reaching an arrived-workload level. At each "
-        "level from 50 % to 100 % of capacity (steps of 1 %), FGD's cut is (best other policy's mean "
+        "reach 1.3 x the cluster's capacity, under each of Random, DotProd, GpuClustering, GpuPacking, "
+        "BestFit and fragmentation gradient descent (FGD), for seeds 0-9, score ties going to the first "
+        "node of a seeded random node order. The unallocated GPU share is 1 - allocated GPUs / capacity, "
+        "at an arrived-workload level the mean over the arrivals whose arrived workload rounds to it "
+        "(the owners' reading). At each "
+        "level from 50 % to 130 % of capacity (steps of 1 %), FGD's cut is (best other policy's mean "
         "share - FGD's mean share) / the best other's; the figure is the largest cut, in percent, and "
         "the GPUs it saves at that level. The paper's headline: up to 49 % fewer unallocated GPUs, "
         "about 290 GPUs, against the best baseline.",
