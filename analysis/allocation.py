@@ -30,15 +30,16 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from ddlx.analysis.capacity import capacity_sources, gpu_capacity, gpu_capacity_sql
 from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
+from ddlx.analysis.fast import bins as fast_bins
+from ddlx.analysis.fast import steps as fast_steps
 from ddlx.analysis.model import ModuleResult, held_to_end_text
-from ddlx.analysis.sql import allocated_jobs_where, allocation_events_sql, local_time_sql, trace_end_sql
+from ddlx.analysis.sql import MICRO, allocated_jobs_where, allocation_events_sql, local_time_sql, trace_end_sql
 from ddlx.errors import DdlxError
 
 if TYPE_CHECKING:
@@ -203,21 +204,37 @@ def integrable_steps_sql(ctx: TraceContext, groups: Sequence[str], window: Windo
     exact (DECIMAL: each change in millionths of a GPU, each change x time in millionths of a
     GPU-second), so sums of fractional requests return to exact values. Changes before the window
     start count at the start (a window inside the trace begins with what was allocated then), so
-    the integral covers the window only. This text defines the rows; `shared_steps` makes the same
-    rows faster.
+    the integral covers the window only. This text defines the rows; the run reads them as a
+    product (`shared_steps`), found faster by `ddlx.analysis.fast.steps`.
     """
     partition = f"PARTITION BY {', '.join(groups)} " if groups else ""
     return f"""
     SELECT {_select_groups(groups)}ts, x,
            CAST(sum(delta) OVER w AS DOUBLE) AS gpus, CAST(sum(delta_x) OVER w AS DOUBLE) AS moment
-    FROM (SELECT {_select_groups(groups)}ts, x, {_decimal_change_sql("delta")}
-          FROM {_step_changes_sql(ctx, groups, window)})
+    FROM ({step_changes_sql(ctx, groups, window)})
     WINDOW w AS ({partition}ORDER BY x ROWS UNBOUNDED PRECEDING)"""
 
 
-#: Most changes of allocated GPUs whose running sums are taken in memory (Polars, about 60 bytes
-#: a change); a trace with more leaves them to DuckDB's window, within its memory limit.
-STEPS_SUMMED_IN_MEMORY = 4_000_000
+def step_changes_sql(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
+    """A query: the changes whose running sums are the steps of `integrable_steps_sql`: the
+    `groups` columns, `ts`, `x`, `delta` DECIMAL(18, 6) and `delta_x` DECIMAL(38, 6)."""
+    return (f"SELECT {_select_groups(groups)}ts, x, {_decimal_change_sql('delta')} "
+            f"FROM {_step_changes_sql(ctx, groups, window)}")
+
+
+def both_ways_changes_sql(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
+    """A query for a trace that leaves out its started jobs without an end: per group and instant,
+    the changes of `step_changes_sql` both ways from one pass over the jobs: as the trace counts
+    them (`ended_delta`, `ended_delta_x`, the sums of the `ended_changes` changes of jobs with an
+    end: a job without an end adds only its start) and with those jobs held to the end (`delta`,
+    `delta_x`, `TraceContext.holding_open`), each summed in the order `_step_changes_sql` sums them."""
+    with ctx.holding_open("job"):
+        changes = _step_changes_sql(ctx, groups, window, with_ended=True, sums=(
+            "count(*) FILTER (WHERE ended) AS ended_changes, sum(delta_gpus) FILTER (WHERE ended) AS ended_sum, "
+            "sum(delta_gpus) AS every_sum"))
+    return f"""SELECT {_select_groups(groups)}ts, x, ended_changes, {_decimal_change_sql("ended_sum", "ended_")},
+                      {_decimal_change_sql("every_sum")} FROM {changes}"""
+
 
 #: Millionths: the scale of the DECIMAL sums of `integrable_steps_sql`.
 _SCALE = 6
@@ -229,133 +246,31 @@ def _decimal_change_sql(change: str, prefix: str = "") -> str:
     return (f"CAST({change} AS DECIMAL(18, {_SCALE})) AS {prefix}delta, "
             f"CAST({change} * x AS DECIMAL(38, {_SCALE})) AS {prefix}delta_x")
 
-#: Largest sum of absolute values the in-memory running sums take in 64-bit integers.
-_SUMMABLE = 2.0 ** 62
-
-
-def duckdb_decimal_double(unscaled: np.ndarray, scale: int = _SCALE) -> np.ndarray:
-    """The DOUBLEs DuckDB's cast gives for the DECIMALs of `scale` whose digits are the 64-bit
-    integers `unscaled`: unscaled / 10^scale while |unscaled| <= 2^53 (exact in a DOUBLE), else
-    the whole part plus the fraction / 10^scale (whole part truncated toward zero). True divisions
-    (NumPy's): a product with the reciprocal would differ in the last bit."""
-    power = 10 ** scale
-    if not len(unscaled) or (unscaled.min() >= -2 ** 53 and unscaled.max() <= 2 ** 53):
-        return unscaled.astype(np.float64) / power  # every one exact in a DOUBLE
-    whole = np.sign(unscaled) * (np.abs(unscaled) // power)
-    fraction = unscaled - whole * power
-    return np.where(np.abs(unscaled) <= 2 ** 53, unscaled.astype(np.float64) / power,
-                    whole.astype(np.float64) + fraction.astype(np.float64) / power)
-
-
-def _summed_steps(changes: pa.Table, groups: Sequence[str], multithreaded: bool = True) -> pa.Table | None:
-    """The rows of `integrable_steps_sql` from its `changes` (the `groups` columns, `ts`, `x`, and
-    `delta` and `delta_x` as DECIMAL(18, 6) and DECIMAL(38, 6)), to the bit, with the running sums
-    taken in memory on the DECIMAL digits as 64-bit integers; None when the sums could leave 64
-    bits (DuckDB's window then takes them). `multithreaded` False sorts on this thread alone."""
-    delta, delta_x = _decimal_digits(changes["delta"]), _decimal_digits(changes["delta_x"])
-    if delta is None or delta_x is None or max(np.abs(delta.astype(np.float64)).sum(),
-                                               np.abs(delta_x.astype(np.float64)).sum()) >= _SUMMABLE:
-        return None  # digits beyond 64 bits, or sums that could reach them
-    frame = pl.from_arrow(changes.select([*groups, "ts", "x"]))
-    assert isinstance(frame, pl.DataFrame)
-    over = (lambda e: e.over(list(groups))) if groups else (lambda e: e)
-    summed = (frame.with_columns(pl.Series("delta", delta), pl.Series("delta_x", delta_x))
-              .sort("x", multithreaded=multithreaded)
-              .select(*groups, "ts", "x", over(pl.col("delta").cum_sum()).alias("gpus"),
-                      over(pl.col("delta_x").cum_sum()).alias("moment")))
-    return summed.with_columns(pl.Series("gpus", duckdb_decimal_double(summed["gpus"].to_numpy())),
-                               pl.Series("moment", duckdb_decimal_double(summed["moment"].to_numpy()))).to_arrow()
-
-
-def _changes_both_ways(ctx: TraceContext, groups: Sequence[str], window: Window) -> tuple[pa.Table, pa.Table]:
-    """The changes `_summed_steps` reads, of a trace that leaves out its started jobs without an
-    end, from one pass over the jobs: as it counts them (those jobs left out), and with them held
-    to the end (`TraceContext.holding_open`). Per group and instant, each way's change is the sum
-    of the same changes in the same order as `_step_changes_sql` takes them that way: a job
-    without an end adds only its start, which the first way filters out."""
-    with ctx.holding_open("job"):
-        changes = _step_changes_sql(ctx, groups, window, with_ended=True, sums=(
-            "count(*) FILTER (WHERE ended) AS ended_changes, sum(delta_gpus) FILTER (WHERE ended) AS ended_sum, "
-            "sum(delta_gpus) AS every_sum"))
-    select_groups = _select_groups(groups)
-    both = ctx.arrow(f"""
-        SELECT {select_groups}ts, x, ended_changes, {_decimal_change_sql("ended_sum", "ended_")},
-               {_decimal_change_sql("every_sum")}
-        FROM {changes}""")
-    with registered(ctx, both, "changes_both_ways") as both_ways:  # pyarrow's filter would load pandas
-        left_out = ctx.arrow(f"""SELECT {select_groups}ts, x, ended_delta AS delta, ended_delta_x AS delta_x
-                                 FROM {both_ways} WHERE ended_changes > 0""")
-    return left_out, both.select([*groups, "ts", "x", "delta", "delta_x"])
-
-
-def _changes_fit_in_memory(ctx: TraceContext) -> bool:
-    """True when the jobs holding GPUs make at most `STEPS_SUMMED_IN_MEMORY` changes (two each)."""
-    jobs = ctx.once(f"allocated_jobs_held_open_{ctx.holds_open('job')}", lambda: ctx.one_row(
-        f"SELECT count(*) AS n FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)}")["n"])
-    return 2 * jobs <= STEPS_SUMMED_IN_MEMORY
-
-
-def _decimal_digits(column: pa.ChunkedArray) -> np.ndarray | None:
-    """The digits of a decimal128 column without NULLs as 64-bit integers; None when one does not
-    fit in 64 bits."""
-    array = column.combine_chunks()
-    words = np.frombuffer(array.buffers()[1], dtype="<i8").reshape(-1, 2)[array.offset:array.offset + len(array)]
-    low, high = words[:, 0], words[:, 1]
-    return low if array.null_count == 0 and (high == (low >> 63)).all() else None
-
 
 def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
-    """`integrable_steps_sql` of `groups` over `window` as a temporary table kept to the end of
-    the run (the allocation and the load at submission read it; `TraceContext.shared`), made by
-    `_summed_steps` when that can; a trace of one cluster takes the whole trace's steps from its
-    cluster's (the same changes). For a trace that leaves out its started jobs without an end, the
-    steps with them held to the end are made in the same pass (`_changes_both_ways`). Returns its
-    name."""
-    def make(name: str) -> None:
-        if not groups and one_cluster(ctx, f"(SELECT cluster FROM {ctx.jobs} WHERE {allocated_jobs_where(ctx)})"):
-            # the changes of the whole trace are those of its one cluster, instant by instant: a
-            # view of its table, not a second copy of the steps in memory
-            cluster = shared_steps(ctx, ("cluster",), window)
-            ctx.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT ts, x, gpus, moment FROM {cluster}")
-            return
-        if ctx.holds_open("job"):
-            held_name, fits = name, _changes_fit_in_memory(ctx)
-        else:
-            with ctx.holding_open("job"):
-                held_name, fits = declare(), _changes_fit_in_memory(ctx)
-        if not fits:
-            ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {integrable_steps_sql(ctx, groups, window)}")
-        elif held_name == name or ctx.is_made(held_name):
-            create(name, ctx.arrow(f"""SELECT {_select_groups(groups)}ts, x, {_decimal_change_sql("delta")}
-                                       FROM {_step_changes_sql(ctx, groups, window)}"""))
-        else:
-            # the trace leaves out its started jobs without an end, and the steps with them held
-            # to the end are asked for too (beside the headline): one pass over the jobs gives both
-            left_out, held = _changes_both_ways(ctx, groups, window)
-            create(name, left_out)
-            with ctx.holding_open("job"), ctx.making(held_name):
-                create(held_name, held)
+    """`integrable_steps_sql` of `groups` over `window` as a product of the run
+    (`TraceContext.product`), which the allocation and the load at submission read; returns its
+    name. Its rows are found faster by `ddlx.analysis.fast.steps`: summed in memory; for a trace
+    that leaves out its started jobs without an end, together with the steps that hold them to the
+    end; for the whole trace, those of its one cluster."""
+    sql = integrable_steps_sql(ctx, groups, window)
+    jobs, changes = allocated_jobs_where(ctx), step_changes_sql(ctx, groups, window)
+    cluster = None if groups else shared_steps(ctx, ("cluster",), window)  # declared: its rows may serve
+    held = held_jobs = both_ways = None
+    if not ctx.holds_open("job"):
+        with ctx.holding_open("job"):
+            held, held_jobs = shared_steps(ctx, groups, window), allocated_jobs_where(ctx)
+        both_ways = both_ways_changes_sql(ctx, groups, window)
 
-    def create(name: str, changes: pa.Table) -> None:
-        table = _summed_steps(changes, groups, ctx.sorts_in_parallel)
-        if table is None:
-            ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {integrable_steps_sql(ctx, groups, window)}")
-            return
-        with registered(ctx, table, "summed_steps") as summed:
-            ctx.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {summed}")
+    def fast() -> pa.Table | str | None:
+        whole_trace = fast_steps.one_cluster_steps(ctx, cluster, jobs) if cluster else None
+        if whole_trace is not None:
+            return whole_trace
+        if held is None or held_jobs is None or both_ways is None:
+            return fast_steps.summed_steps(ctx, groups, changes, jobs)
+        return fast_steps.summed_both_ways(ctx, groups, changes, held, both_ways, held_jobs)
 
-    def declare() -> str:
-        return ctx.shared(integrable_steps_sql(ctx, groups, window), "ddlx_steps_" + ("_".join(groups) or "all"), make)
-
-    return declare()
-
-
-def one_cluster(ctx: TraceContext, rows: str) -> bool:
-    """True when every row of `rows` (a FROM item with a `cluster` column) names the same one
-    cluster: a join on the cluster then matches every pair of rows, and can be left out."""
-    found = ctx.one_row(f"SELECT count(DISTINCT cluster) AS clusters, count(*) - count(cluster) AS unnamed "
-                        f"FROM {rows}")
-    return found["clusters"] == 1 and found["unnamed"] == 0
+    return ctx.product(sql, "ddlx_steps_" + ("_".join(groups) or "all"), fast)
 
 
 def materialized(ctx: TraceContext, sql: str, stem: str) -> AbstractContextManager[str]:
@@ -405,7 +320,7 @@ def preferred_capacity_source(ctx: TraceContext) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 #: Microseconds in a second: the sweep runs on whole microseconds and millionths of a GPU.
-_MICRO = 1_000_000
+_MICRO = MICRO
 
 
 def job_intervals_sql(ctx: TraceContext, groups: Sequence[str]) -> str:
@@ -450,66 +365,6 @@ SELECT {g}k, CAST(SUM(d) AS BIGINT) AS delta,
 FROM levels GROUP BY {g}k"""
 
 
-def _partials_in_memory(ctx: TraceContext, intervals: str, groups: Sequence[str], lo_us: int, hi_us: int,
-                        resolution_us: int) -> pl.DataFrame | None:
-    """The rows of `allocation_partials_sql` over the catalog query `intervals`, the same whole
-    numbers, reduced in memory (`_bin_partials`). None when the changes do not fit in memory
-    (`_changes_fit_in_memory`) or a packed event or a running sum could leave 64 bits: the query
-    then runs."""
-    if not _changes_fit_in_memory(ctx) or hi_us < lo_us:
-        return None
-    jobs = pl.from_arrow(ctx.arrow(f"SELECT * FROM ({intervals})"))
-    assert isinstance(jobs, pl.DataFrame)
-    keys = jobs.select(groups).unique().with_row_index("code") if groups else pl.DataFrame({"code": [0]})
-    jobs = (jobs.join(keys, on=list(groups), how="left", nulls_equal=True) if groups
-            else jobs.with_columns(pl.lit(0).alias("code")))
-    events = pl.concat([  # changes before the window count at its start, those after it not at all
-        jobs.filter(pl.col("start_us") <= hi_us).select(
-            "code", pl.max_horizontal("start_us", pl.lit(lo_us)).alias("t_us"), pl.col("gpus_micro").alias("d")),
-        jobs.filter(pl.col("end_us") <= hi_us).select(
-            "code", pl.max_horizontal("end_us", pl.lit(lo_us)).alias("t_us"), (-pl.col("gpus_micro")).alias("d"))])
-    schema = {**{g: pl.String for g in groups}, "k": pl.Int64, "delta": pl.Int64, "moment": pl.Decimal(38, 0),
-              "peak_level": pl.Int64, "first_us": pl.Int64}
-    if events.is_empty():
-        return pl.DataFrame(schema=schema)
-    code, d = events["code"].to_numpy().astype(np.int64), events["d"].to_numpy()
-    time_bits = (hi_us - lo_us).bit_length()
-    if int(code.max()).bit_length() + time_bits > 63 or float(np.abs(d).astype(np.float64).sum()) >= _SUMMABLE:
-        return None
-    bins = _bin_partials((code << time_bits) | (events["t_us"].to_numpy() - lo_us), d, time_bits, lo_us, hi_us,
-                         resolution_us, ctx.sorts_in_parallel)
-    code = bins.pop("code")
-    return pl.DataFrame({**{g: keys[g].gather(code) for g in groups}, **bins}).cast(schema)
-
-
-def _bin_partials(packed: np.ndarray, d: np.ndarray, time_bits: int, lo_us: int, hi_us: int,
-                  resolution_us: int, multithreaded: bool = True) -> dict[str, Any]:
-    """Per group and bin, the columns of `allocation_partials_sql` (and `code`, the group's number)
-    from the events packed as (group number << time_bits) | (microseconds since lo_us), each
-    changing its group's level by `d`: sorted once (by Polars), summed per instant, then per bin.
-    Bins are numbered as DuckDB divides integers (toward zero); the moments are summed in 128 bits.
-    `multithreaded` False sorts on this thread alone."""
-    # Polars sorts faster than NumPy; equal instants are summed, in any order
-    order = pl.DataFrame({"packed": packed}).select(
-        pl.arg_sort_by("packed", multithreaded=multithreaded))["packed"].to_numpy()
-    packed, d = packed[order], d[order]
-    firsts = np.flatnonzero(np.concatenate([[True], packed[1:] != packed[:-1]]))  # one change per instant
-    change, packed = np.add.reduceat(d, firsts), packed[firsts]
-    code, t_us = packed >> time_bits, (packed & ((1 << time_bits) - 1)) + lo_us
-    k = np.where(t_us >= 0, t_us // resolution_us, -(-t_us // resolution_us))
-    starts = np.flatnonzero(np.concatenate([[True], (code[1:] != code[:-1]) | (k[1:] != k[:-1])]))
-    running = np.cumsum(change)
-    level = running - np.repeat(running[starts] - change[starts], np.diff(np.append(starts, len(change))))
-    span = np.minimum((k + 1) * resolution_us, hi_us) - t_us  # from the change to its bin's end
-    moments = (pl.Series(change).cast(pl.Int128) * pl.Series(span).cast(pl.Int128)).cum_sum()
-    up_to_bin = moments.gather(np.append(starts[1:], len(change)) - 1)
-    lowest = np.iinfo(np.int64).min
-    peak = pl.Series(np.maximum.reduceat(np.where(t_us < hi_us, level, lowest), starts))
-    return {"code": code[starts], "k": k[starts], "delta": np.add.reduceat(change, starts),
-            "moment": up_to_bin - up_to_bin.shift(1, fill_value=0),
-            "peak_level": peak.set(peak == lowest, None), "first_us": t_us[starts]}
-
-
 def merge_allocation_partials(partials: str, keys: str, groups: Sequence[str], resolution_s: int,
                               window: Window) -> str:
     """A FROM item: allocated GPUs per group and bin of the window from the sweep's `partials`
@@ -549,8 +404,8 @@ def allocation_bins(ctx: TraceContext, groups: Sequence[str], resolution_s: int,
                     engine: Engine | None = None) -> pl.DataFrame:
     """Allocated GPUs per group and bin (`merge_allocation_partials` columns), the sweep's partials
     computed on `engine` (default: DuckDB on the catalog's connection) and merged here. On DuckDB,
-    the local engine, the partials are reduced in memory where they fit (`_partials_in_memory`, the
-    same rows). DuckDB's partials are kept between runs (another engine's are not: the report names
+    the local engine, the partials are reduced in memory where they fit (`ddlx.analysis.fast.bins`,
+    the same rows). DuckDB's partials are kept between runs (another engine's are not: the report names
     the engine that ran)."""
     from ddlx.analysis.engines import DuckDBEngine
 
@@ -562,7 +417,7 @@ def allocation_bins(ctx: TraceContext, groups: Sequence[str], resolution_s: int,
     partials_sql = allocation_partials_sql(name, groups, lo_us, hi_us, resolution_s * _MICRO)
 
     def reduce() -> pl.DataFrame:
-        in_memory = (_partials_in_memory(ctx, intervals, groups, lo_us, hi_us, resolution_s * _MICRO)
+        in_memory = (fast_bins.partials(ctx, intervals, groups, lo_us, hi_us, resolution_s * _MICRO)
                      if engine.name == DuckDBEngine.name else None)
         if in_memory is not None:
             return in_memory
@@ -661,8 +516,8 @@ def allocation_vs_capacity(ctx: TraceContext, groups: Sequence[str] = ("cluster"
     part of the window it covers, `capacity_covered_s`), `mean_share`, `peak_share`. Exact for
     capacities that change over time: the integral is read at every capacity change, and the
     peak share is taken at every allocation change and every capacity change. Kept between runs.
-    The steps are the run's shared table (`shared_steps`); where they fit in memory, the step in
-    force at each instant looked up is found there (`_looked_up_steps`), else by ASOF joins.
+    The steps are a product of the run (`shared_steps`), read by ASOF joins; where they fit in
+    memory, the step in force at each instant is looked up there (`ddlx.analysis.fast.steps.looked_up`).
     """
     window = window or observation_window(ctx)
     if window is None:
@@ -670,7 +525,8 @@ def allocation_vs_capacity(ctx: TraceContext, groups: Sequence[str] = ("cluster"
 
     def compute() -> pl.DataFrame:
         steps = shared_steps(ctx, groups, window)
-        looked_up = _looked_up_steps(ctx, groups, window, steps)
+        capacity = f"WITH {window.cte()}, {_capacity_cte(ctx, groups, capacity_sources(ctx))} SELECT * FROM cap"
+        looked_up = fast_steps.looked_up(ctx, groups, steps, window.hi - window.lo, capacity)
         if looked_up is None:
             return ctx.query(_allocation_vs_capacity_sql(ctx, groups, window, f"(SELECT * FROM {steps})"))
         last, pieces = looked_up
@@ -682,67 +538,10 @@ def allocation_vs_capacity(ctx: TraceContext, groups: Sequence[str] = ("cluster"
     return ctx.cache.frames("allocation_vs_capacity", [described], compute)
 
 
-def _looked_up_steps(ctx: TraceContext, groups: Sequence[str], window: Window,
-                     steps: str) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """What `_allocation_vs_capacity_sql` reads of the steps table `steps` by ASOF joins, found in
-    memory; None when it holds more than `STEPS_SUMMED_IN_MEMORY` rows.
-
-    Returns two frames: per group, the step in force at the window end (`gpus`, `moment`) and the
-    largest `gpus` before it (`peak_gpus`); per capacity piece (the `groups`, `source`, `a`, `b`,
-    `capacity` of `_capacity_cte`), the step in force at `a` (`gpus_a`, `moment_a`) and at `b`
-    (`gpus_b`, `moment_b`), NULL before the group's first step, and `piece_peak_gpus`, the largest
-    `gpus` of the steps before the window end that fall in the piece (the piece of the latest
-    start at or before the step, where the step is before its end). No arithmetic on the values
-    is done here: the query takes them on as it takes the joined steps.
-    """
-    if ctx.one_row(f"SELECT count(*) AS n FROM {steps}")["n"] > STEPS_SUMMED_IN_MEMORY:
-        return None
-    span = window.hi - window.lo  # as the queries' hi - lo: the same two DOUBLEs subtracted
-    frame = pl.from_arrow(ctx.arrow(f"SELECT {_select_groups(groups)}x, gpus, moment FROM {steps}"))
-    cap = ctx.query(f"WITH {window.cte()}, {_capacity_cte(ctx, groups, capacity_sources(ctx))} SELECT * FROM cap")
-    assert isinstance(frame, pl.DataFrame)
-    frame = frame.sort("x", maintain_order=True)
-    by = list(groups) or None
-    before_end = frame.filter(pl.col("x") < span)
-    ends = frame.filter(pl.col("x") <= span)
-    last_columns = [pl.col("gpus").last(), pl.col("moment").last()]
-    if groups:
-        last = ends.group_by(list(groups), maintain_order=True).agg(*last_columns)
-        peaks = before_end.group_by(list(groups)).agg(pl.col("gpus").max().alias("peak_gpus"))
-        last = last.join(peaks, on=list(groups), how="full", coalesce=True, nulls_equal=True)
-    else:
-        final = ends.tail(1).to_dicts() or [{"gpus": None, "moment": None}]
-        last = pl.DataFrame({"gpus": [final[0]["gpus"]], "moment": [final[0]["moment"]],
-                             "peak_gpus": [before_end["gpus"].max()]},
-                            schema={"gpus": pl.Float64, "moment": pl.Float64, "peak_gpus": pl.Float64})
-    if cap.is_empty():
-        pieces = cap.with_columns(*(pl.lit(None, pl.Float64).alias(c) for c in
-                                    ("gpus_a", "moment_a", "gpus_b", "moment_b", "piece_peak_gpus")))
-        return last, pieces
-    cap = cap.with_row_index("piece")
-
-    def step_at(point: str, suffix: str) -> pl.DataFrame:
-        found = cap.sort(point).join_asof(frame, left_on=point, right_on="x", by=by, strategy="backward",
-                                          check_sortedness=False)
-        return found.select("piece", pl.col("gpus").alias(f"gpus_{suffix}"), pl.col("moment").alias(f"moment_{suffix}"))
-
-    in_piece = []
-    for source in cap["source"].unique(maintain_order=True):
-        starts = cap.filter(pl.col("source") == source).sort("a").select(*groups, "piece", "a", "b")
-        placed = before_end.join_asof(starts, left_on="x", right_on="a", by=by, strategy="backward",
-                                      check_sortedness=False)
-        in_piece.append(placed.filter(pl.col("x") < pl.col("b")).group_by("piece")
-                        .agg(pl.col("gpus").max().alias("piece_peak_gpus")))
-    peaks_in_pieces = pl.concat(in_piece)
-    pieces = (cap.join(step_at("a", "a"), on="piece", how="left").join(step_at("b", "b"), on="piece", how="left")
-              .join(peaks_in_pieces, on="piece", how="left").sort("piece").drop("piece"))
-    return last, pieces
-
-
 def _allocation_vs_capacity_sql(ctx: TraceContext, groups: Sequence[str], window: Window, steps: str,
                                 looked_up: tuple[str, str] | None = None) -> str:
     """The query of `allocation_vs_capacity` over `steps` (`integrable_steps_sql`, or a table of
-    it); with `looked_up`, the names of `_looked_up_steps`'s two frames, the steps in force at each
+    it); with `looked_up`, the names of `fast.steps.looked_up`'s two frames, the steps in force at each
     instant are read from them instead of ASOF joins on `steps`."""
     if looked_up is None:
         lookups = f"""
@@ -786,10 +585,10 @@ whole AS (SELECT keys.*, hi - lo AS span FROM keys, win),{lookups}
 totals AS (
     SELECT w.*, {_integral_sql('w.span')} / nullif(w.span, 0) AS mean_gpus, coalesce(s.gpus, 0) AS end_gpus
     FROM whole w LEFT JOIN last_steps s ON {_same_groups('w', 's', groups)}),
-shares AS (
-    SELECT {_select_groups(groups)}source, sum(b - a) AS capacity_covered_s,
-           sum(capacity * (b - a)) / sum(b - a) AS capacity_gpus,
-           sum(gs / capacity) / sum(b - a) AS mean_share,
+shares AS (  -- sums over a group's pieces in time order: the same DOUBLEs however the pieces were found
+    SELECT {_select_groups(groups)}source, sum(b - a ORDER BY a, b) AS capacity_covered_s,
+           sum(capacity * (b - a) ORDER BY a, b) / sum(b - a ORDER BY a, b) AS capacity_gpus,
+           sum(gs / capacity ORDER BY a, b) / sum(b - a ORDER BY a, b) AS mean_share,
            max(gpus_at_a / capacity) AS share_at_piece_start
     FROM pieces GROUP BY ALL)
 SELECT {_select_groups(groups, 't')}sh.source AS capacity_source,

@@ -36,8 +36,9 @@ Kept results are a cache, never data. They are written when the run's analysis h
 failed run keeps nothing); a result that cannot be written (a read-only or full disk) or read (a
 damaged or vanished file) is computed as if it had never been kept. A run that writes also removes
 the kept results of store versions that no longer exist (a trace ingested again, a data home
-deleted) and of other fingerprints. `ddlx analyze --no-cache` neither reads nor writes kept
-results; deleting the cache folder at any time is safe.
+deleted) and of other fingerprints. `ddlx analyze --no-cache`, and `DDLX_PLAIN=kept` (or `1`, every
+speed-up off: `ddlx.analysis.fast`), neither read nor write kept results; deleting the cache folder
+at any time is safe.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
+from ddlx.analysis.fast import speedups
 from ddlx.atomic import atomic_file, write_parquet_file
 
 Frames = TypeVar("Frames", pl.DataFrame, tuple[pl.DataFrame, ...])
@@ -164,8 +166,9 @@ class ResultCache:
 
     @classmethod
     def open(cls, trace: str, store_dir: Path, enabled: bool = True, cache_dir: Path | None = None) -> ResultCache:
-        """The kept results of `trace` whose store version is the folder `store_dir`."""
-        if not enabled:
+        """The kept results of `trace` whose store version is the folder `store_dir`; none when not
+        `enabled` or when kept results are turned off (`DDLX_PLAIN`, `ddlx.analysis.fast.speedups`)."""
+        if not enabled or not speedups().kept:
             return cls(None)
         store_dir = Path(os.path.abspath(store_dir))
         place = hashlib.sha256(str(store_dir).encode()).hexdigest()[:12]

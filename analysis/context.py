@@ -23,6 +23,7 @@ import duckdb
 import polars as pl
 
 from ddlx.analysis.cache import ResultCache
+from ddlx.analysis.fast import fast_paths
 from ddlx.datasets import catalog
 from ddlx.datasets.canonical import VIEWS, jobs_table_name
 from ddlx.datasets.importers import has_wall_clock, starts_recorded
@@ -67,6 +68,23 @@ class OnceResults:
             with self._lock:
                 del self._computing[key]
             computing.set()
+
+    def clear(self) -> None:
+        """Let go of every result held (a run that ended)."""
+        with self._lock:
+            self._results.clear()
+
+    def holds(self, key: str) -> bool:
+        """True when a result is held under `key`."""
+        with self._lock:
+            return key in self._results
+
+    def offer(self, key: str, value: Any) -> None:
+        """Hold `value` under `key` unless a result is held or being computed there (one pass that
+        computes two results offers the second)."""
+        with self._lock:
+            if key not in self._results and key not in self._computing:
+                self._results[key] = value
 
 #: The zone used for hours and weekdays when a trace has none (its times are offsets from an undisclosed start).
 FALLBACK_TZ = "UTC"
@@ -118,12 +136,15 @@ class TraceContext:
     _computed: OnceResults = field(default_factory=OnceResults, repr=False)
     #: Results kept between runs on this store version (`query(keep=...)`, `once(keep=True)`).
     cache: ResultCache = field(default_factory=lambda: ResultCache(None), repr=False)
-    #: Temporary tables of catalog queries (`materialized`): name -> its query.
+    #: Temporary tables of catalog queries (`materialized`) and the run's products (`product`):
+    #: name -> its query.
     _materialized: dict[str, str] = field(default_factory=dict, repr=False)
     #: Those of them made on the connection so far.
     _made: set[str] = field(default_factory=set, repr=False)
-    #: How a table of them is made when not by running its query (`shared`'s `make`).
-    _makers: dict[str, Callable[[str], None]] = field(default_factory=dict, repr=False)
+    #: The products declared on this connection: name -> how its rows are found faster (`product`'s `fast`).
+    _products: dict[str, Callable[[], Any] | None] = field(default_factory=dict, repr=False)
+    #: False for a `second_connection`, which shares the results computed once with this context.
+    _opened_trace: bool = field(default=True, repr=False)
 
     def engine(self) -> Any:
         """The engine the reductions run on (`ddlx.analysis.engines.engine_for` of `options`): DuckDB
@@ -242,7 +263,7 @@ class TraceContext:
         results to read; yields `name`. The table is made when a statement first reads it, so a
         run whose results of it are all kept never makes it; those results are kept under their
         text and `sql`. `ValueError` when `sql` itself reads an object of the run."""
-        self._declare(sql, name, None)
+        self._declare(sql, name)
         try:
             yield name
         finally:
@@ -251,51 +272,59 @@ class TraceContext:
                 self._made.discard(name)
                 self.execute(f"DROP TABLE IF EXISTS {name}")
 
-    def shared(self, sql: str, stem: str, make: Callable[[str], None] | None = None) -> str:
-        """The catalog query `sql` as a temporary table kept to the end of the run, for results of
-        several modules to read (as `materialized`, made when first read); returns its name: `stem`
-        and a digest of `sql`, so that one query gives one table. `make(name)`, when given,
-        creates the table instead of running `sql`: a faster way to the same rows, which `sql`
-        still defines (and names in the keys of results read from it)."""
+    def product(self, sql: str, stem: str, fast: Callable[[], pa.Table | str | None] | None = None) -> str:
+        """A named product of the run: the rows of the catalog query `sql`, which results of several
+        modules read under the returned name (`stem` and a digest of `sql`: one query, one
+        product). It is made when a statement first reads it, whichever module and connection that
+        is, so the modules do not depend on the order they run in. `sql` defines the rows (and
+        names them in the keys of results read from them); without a faster way, each connection
+        that reads the product makes it as a temporary table of `sql` (a run on two connections
+        has traces small enough for `fast`).
+
+        `fast()`, when fast paths are on (`ddlx.analysis.fast`), gives the same rows another way,
+        computed once for the run and shared by its connections: an Arrow table (held in memory and
+        registered on each connection that reads it), or a cheaper query with the same rows (e.g. of
+        another product, a view on each connection); None leaves them to `sql`."""
         name = f"{stem}_{hashlib.sha256(sql.encode()).hexdigest()[:12]}"
         if name not in self._materialized:
-            self._declare(sql, name, make)
+            self._declare(sql, name)
+            self._products[name] = fast
         return name
 
-    def is_made(self, name: str) -> bool:
-        """True when the `shared` or `materialized` table `name` is made on this connection."""
-        return name in self._made
+    def product_computed(self, name: str) -> bool:
+        """True when the rows of the product `name` are computed for the run (on any connection)."""
+        return self._computed.holds(f"product {name}")
 
-    @contextlib.contextmanager
-    def making(self, name: str) -> Iterator[None]:
-        """The block makes the declared `shared` table `name` itself (another table's maker, one
-        pass giving both): from its start the table counts as made and its own maker is not run;
-        a failure leaves it to be made when read."""
-        if name not in self._materialized:
-            raise ValueError(f"{name}: not a shared table of this connection")
-        self._made.add(name)
-        try:
-            yield
-        except BaseException:
-            self._made.discard(name)
-            raise
+    def offer_product(self, name: str, rows: pa.Table) -> None:
+        """`rows` as the fast rows of the product `name` (`product`), found by another product's
+        `fast` in the same pass; kept unless the run has them or is computing them."""
+        self._computed.offer(f"product {name}", rows)
 
-    def _declare(self, sql: str, name: str, make: Callable[[str], None] | None) -> None:
+    def _make_product(self, name: str) -> None:
+        """Make the product `name` on this connection: its fast rows (computed once for the run),
+        else a temporary table of its query."""
+        fast = self._products[name]
+        rows = self._computed.get(f"product {name}", fast) if fast is not None and fast_paths() else None
+        if isinstance(rows, str):
+            self.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {rows}")
+        elif rows is not None:
+            self.con.register(name, rows)
+        else:
+            self.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {self._materialized[name]}")
+
+    def _declare(self, sql: str, name: str) -> None:
         if self._catalog_key(sql) is None:
             raise ValueError(f"{name}: a materialized query must read only the catalog")
         self._materialized[name] = sql
-        if make is not None:
-            self._makers[name] = make
 
     def _make_read_tables(self, sql: str) -> None:
         """Make the `materialized` tables `sql` reads that are not made yet."""
         for name, query in list(self._materialized.items()):
             if name not in self._made and _names(name, sql):
                 self._made.add(name)
-                make = self._makers.get(name)
                 try:
-                    if make is not None:
-                        make(name)
+                    if name in self._products:
+                        self._make_product(name)
                     else:
                         self.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {query}")
                 except BaseException:
@@ -381,11 +410,17 @@ class TraceContext:
         return self.query(sql, keep).to_dicts()[0]
 
     def close(self) -> None:
+        """Close the connection; the context that opened the trace (not a `second_connection`) also
+        lets go of the run's results computed once and products' rows, which the products' fast
+        functions (closures over the context) would otherwise hold until a garbage collection."""
         try:
             if self._engine is not None:
                 self._engine.close()
                 self._engine = None
         finally:
+            self._products.clear()
+            if self._opened_trace:
+                self._computed.clear()
             self.con.close()
             self.held.close()
 
@@ -393,8 +428,9 @@ class TraceContext:
     def second_connection(self) -> Iterator[TraceContext]:
         """This trace on a second connection to the same catalog, for modules run at the same time
         as this context's (`ddlx.analysis.runner`): its own temporary tables, registered frames
-        and holding of open records; the same results computed once (`once`), kept results
-        (`cache`), options and memory limit (one DuckDB database holds both connections). Closed
+        and holding of open records; the same results computed once (`once`) and rows of the run's
+        products (`product`), kept results (`cache`), options and memory limit (one DuckDB database
+        holds both connections). Closed
         at the end of the block, keeping nothing itself (this context keeps the results at its end)."""
         cursor = self.con.cursor()
         try:
@@ -405,7 +441,7 @@ class TraceContext:
             cursor.close()
             raise
         other = dataclasses.replace(self, con=cursor, views=views, held=contextlib.ExitStack(), _engine=None,
-                                    _materialized={}, _made=set(), _makers={},
+                                    _materialized={}, _made=set(), _products={}, _opened_trace=False,
                                     unlogged_ends=set(self.unlogged_ends))
         try:
             yield other

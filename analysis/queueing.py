@@ -16,10 +16,11 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from ddlx.analysis.allocation import one_cluster, shared_steps, trace_window
+from ddlx.analysis.allocation import shared_steps, trace_window
 from ddlx.analysis.capacity import capacity_sources, gpu_capacity_sql
 from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
+from ddlx.analysis.fast import load as fast_load
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.overview import add_time_checks
 from ddlx.analysis.sql import (
@@ -216,11 +217,6 @@ def load_references_sql(ctx: TraceContext, steps: str) -> str:
     return "(" + " UNION ALL ".join(parts) + ")"
 
 
-#: Most GPU submissions plus allocation steps whose as-of lookup is done in memory (Polars, on
-#: times sorted once); a larger trace leaves it to DuckDB's as-of join, within its memory limit.
-LOAD_LOOKUP_ROWS = 6_000_000
-
-
 def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
     """GPU jobs binned by their cluster's load at submission (tenths of each reference: capacity
     where the trace documents it, and the peak allocation), with queueing-delay quantiles (s) and
@@ -228,8 +224,8 @@ def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
     (definitions `queueing.allocated_gpus_at_submit`, `queueing.load_at_submit`).
     A tiny epsilon (1e-9 of a tenth) keeps a load exactly on a bin edge in the upper bin.
     Bin 9 holds loads in [0.9, 1], bin 10 loads above 1 (allocation above capacity).
-    `_load_sql` defines the rows; up to `LOAD_LOOKUP_ROWS` the allocated GPUs at each submission
-    are looked up in memory (`_allocated_at_submission`), the same rows faster."""
+    `_load_sql` with `_looked_up_sql` defines the rows; `ddlx.analysis.fast.load` finds the
+    allocated GPUs at each submission faster."""
     window = trace_window(ctx)
     steps = (f"SELECT cluster, ts, gpus FROM {shared_steps(ctx, ['cluster'], window)}" if window else
              "SELECT NULL::VARCHAR AS cluster, NULL::DOUBLE AS ts, NULL::DOUBLE AS gpus WHERE FALSE")
@@ -238,42 +234,25 @@ def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
     defining = _load_sql(ctx, steps, submitted, _looked_up_sql(by_cluster=True))
 
     def compute() -> pl.DataFrame:
-        rows = ctx.one_row(f"SELECT (SELECT count(*) FROM ({submitted})) + (SELECT count(*) FROM ({steps})) AS n")["n"]
-        if rows > LOAD_LOOKUP_ROWS:
-            if one_cluster(ctx, f"(SELECT cluster FROM ({submitted}) UNION ALL SELECT cluster FROM ({steps}))"):
-                return ctx.query(_load_sql(ctx, steps, submitted, _looked_up_sql(by_cluster=False)))
-            return ctx.query(defining)
-        found = _allocated_at_submission(ctx, steps, submitted).to_arrow()
-        with ctx.registered(found, "ddlx_queueing_at_submit") as at_submit:
-            return ctx.query(_load_sql(ctx, steps, submitted, f"SELECT * FROM {at_submit}"))
+        found = fast_load.allocated_at_submission(ctx, steps, submitted)
+        if found is not None:
+            with ctx.registered(found.to_arrow(), "ddlx_queueing_at_submit") as at_submit:
+                return ctx.query(_load_sql(ctx, steps, submitted, f"SELECT * FROM {at_submit}"))
+        if fast_load.without_the_cluster(ctx, steps, submitted):
+            return ctx.query(_load_sql(ctx, steps, submitted, _looked_up_sql(by_cluster=False)))
+        return ctx.query(defining)
 
     return ctx.computed(defining, compute)
 
 
 def _looked_up_sql(by_cluster: bool) -> str:
-    """The rows of the CTE `submitted` with `allocated_gpus` (`queueing.allocated_gpus_at_submit`),
+    """The rows of the CTE `submitted` with `allocated_gpus` (`queueing.allocated_gpus_at_submit`:
+    the GPUs of the cluster's last allocation step strictly before the submission, 0 without one),
     by an as-of join with the CTE `steps`. `by_cluster` False when both name one same cluster: the
-    same rows, but DuckDB sorts each cluster of an as-of join on one thread, and the rows of a join
-    without one on all of them (10.9 M submissions: 1.3 s against 5.7 s)."""
+    same rows (`ddlx.analysis.fast.load.without_the_cluster`)."""
     same_cluster = "j.cluster = s.cluster AND " if by_cluster else ""
     return f"""SELECT j.*, greatest(coalesce(s.gpus, 0), 0) AS allocated_gpus
                FROM submitted j ASOF LEFT JOIN steps s ON {same_cluster}epoch(j.submit_time) > s.ts"""
-
-
-def _allocated_at_submission(ctx: TraceContext, steps: str, submitted: str) -> pl.DataFrame:
-    """The rows of `submitted` with `allocated_gpus` (`queueing.allocated_gpus_at_submit`: the GPUs
-    of the cluster's last allocation step strictly before the submission, 0 without one), sorted by
-    cluster and submission time."""
-    jobs = pl.from_arrow(ctx.arrow(f"SELECT *, epoch(submit_time) AS submit_s FROM ({submitted})"))
-    levels = pl.from_arrow(ctx.arrow(steps))
-    assert isinstance(jobs, pl.DataFrame) and isinstance(levels, pl.DataFrame)
-    found = jobs.sort("submit_s").join_asof(levels.sort("ts"), left_on="submit_s", right_on="ts", by="cluster",
-                                           strategy="backward", allow_exact_matches=False, check_sortedness=False)
-    held = pl.max_horizontal(pl.col("gpus").fill_null(0.0), 0.0)
-    gpus = pl.when(pl.col("cluster").is_null()).then(0.0).otherwise(held)
-    columns = [c for c in jobs.columns if c != "submit_s"]
-    return found.select(*columns, gpus.alias("allocated_gpus")).sort("cluster", "submit_time", nulls_last=True,
-                                                                     maintain_order=True)
 
 
 def _load_sql(ctx: TraceContext, steps: str, submitted: str, at_submit: str) -> str:

@@ -5,9 +5,11 @@ DuckDB keeps both cores busy within a query, but a module's own NumPy and Python
 serial parts of DuckDB's plans, leave one core idle most of the time; a second module fills it.
 The parts of the run (each module, and the papers' figures) wait in one queue, longest first, and
 a connection that is free takes the next. The two connections share one DuckDB database, so its
-memory limit holds for both, the results computed once (`TraceContext.once`) and one set of kept
-results (`ddlx.analysis.cache`). Results are the same either way and are returned in the modules'
-order.
+memory limit holds for both, the results computed once (`TraceContext.once`), the run's products
+(`TraceContext.product`: what several modules read, made by whichever asks first) and one set of
+kept results (`ddlx.analysis.cache`). Results are the same either way and are returned in the
+modules' order. The two connections are a speed-up (`ddlx.analysis.fast`): `DDLX_PLAIN=lanes` (or
+`1`) runs the modules one after the other on one connection.
 """
 
 from __future__ import annotations
@@ -21,27 +23,24 @@ from pathlib import Path
 from typing import Any
 
 from ddlx.analysis.context import TraceContext, open_trace
+from ddlx.analysis.fast import speedups
 from ddlx.analysis.model import AnalysisResult, ModuleResult
 from ddlx.analysis.modules import MODULES, load
 from ddlx.errors import UsageError
 from ddlx.reproduce.run import profiles_for, reproduce_on
 
-#: Modules that run on one connection, in this order: utilization makes the allocation steps (the
-#: connection's own temporary tables) that queueing's load at submission reads.
-ONE_CONNECTION: tuple[tuple[str, ...], ...] = (("utilization", "queueing"),)
-
 #: The papers' figures (`ddlx.reproduce`), a part of the run like a module.
 PAPERS = "papers' figures"
 
 #: The order the parts of a run are taken in on two connections, longest first as measured on a
-#: trace of 1.26 M jobs (a part of `ONE_CONNECTION` goes with its first module): a connection that
-#: is free takes the next part, so neither is left alone with a long one at the end.
-LONGEST_FIRST: tuple[str, ...] = ("utilization", "sharing", PAPERS, "durations", "failures", "users",
-                                  "time_patterns", "overview", "gpu_efficiency")
+#: trace of 1.26 M jobs: a connection that is free takes the next part, so neither is left alone
+#: with a long one at the end.
+LONGEST_FIRST: tuple[str, ...] = ("utilization", "sharing", "queueing", PAPERS, "durations", "time_patterns",
+                                  "failures", "users", "overview", "gpu_efficiency")
 
 #: The most jobs a trace may have for its modules to run on two connections at once: beyond it the
 #: modules' work held in memory (the allocation steps summed in memory up to
-#: `allocation.STEPS_SUMMED_IN_MEMORY` changes, two a job; the co-location sweep's sorts) would be
+#: `fast.steps.STEPS_SUMMED_IN_MEMORY` changes, two a job; the co-location sweep's sorts) would be
 #: held twice, and the modules run one after the other.
 CONCURRENT_MAX_JOBS = 2_000_000
 
@@ -74,59 +73,52 @@ def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
         result = AnalysisResult(trace, ctx.synthetic, ctx.provenance, wall_clock=ctx.has_wall_clock,
                                 calendar_dates=ctx.has_calendar_dates, options=dict(options or {}))
         done: dict[str, ModuleResult] = {}
-        parts = _parts_longest_first(names) if _runs_concurrently(ctx) else [(PAPERS, *names)]
-        waiting, waiting_lock = collections.deque(parts[1:]), threading.Lock()
+        concurrently = _runs_concurrently(ctx)
+        waiting = collections.deque(_longest_first(names) if concurrently else [PAPERS, *names])
+        waiting_lock = threading.Lock()
 
-        def next_part() -> Sequence[str] | None:
+        def next_part() -> str | None:
             with waiting_lock:
                 return waiting.popleft() if waiting else None
 
-        def run(on: TraceContext, part: Sequence[str] | None, stop: threading.Event) -> None:
-            """Run `part` (default: the next waiting), then the parts still waiting, until none is
-            left or `stop` is set."""
-            part = part or next_part()
-            while part is not None:
-                for name in part:
-                    if stop.is_set():
-                        return
-                    if name == PAPERS:
-                        result.reproductions = [reproduce_on(on, profile) for profile in profiles_for(trace)]
-                        continue
+        def run(on: TraceContext, stop: threading.Event, name: str | None = None) -> None:
+            """Run the part `name` (default: the next waiting), then the parts still waiting, until
+            none is left or `stop` is set."""
+            name = name or next_part()
+            while name is not None and not stop.is_set():
+                if name == PAPERS:
+                    result.reproductions = [reproduce_on(on, profile) for profile in profiles_for(trace)]
+                else:
                     if progress:
                         progress(f"{trace}: {name}")
                     module = load(name).analyze(on)
                     module.apply_checks()
                     done[name] = module
-                part = next_part()
+                name = next_part()
 
-        if len(parts) > 1:
-            in_two_lanes(ctx, lambda on, stop: run(on, parts[0], stop), lambda on, stop: run(on, None, stop))
+        if concurrently:
+            first = next_part()  # this connection's, before the other starts
+            in_two_lanes(ctx, lambda on, stop: run(on, stop, first), run)
         else:
-            run(ctx, parts[0], threading.Event())
+            run(ctx, threading.Event())
         result.modules = [done[name] for name in names]
         ctx.cache.commit()
         result.provenance = {**result.provenance, "kept_results": ctx.cache.summary()}
         return result
 
 
-def _parts_longest_first(names: Sequence[str]) -> list[tuple[str, ...]]:
-    """The parts of a run of the modules `names` and the papers' figures, in `LONGEST_FIRST` order:
-    each module alone, but those of a group of `ONE_CONNECTION` together, in the group's order."""
-    grouped = {name: group for group in ONE_CONNECTION for name in group}
+def _longest_first(names: Sequence[str]) -> list[str]:
+    """The parts of a run of the modules `names` and the papers' figures, in `LONGEST_FIRST` order
+    (a part it does not name last)."""
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    present = [PAPERS, *names]
-    parts: dict[tuple[str, ...], int] = {}
-    for name in present:
-        group = grouped.get(name, (name,))
-        parts.setdefault(tuple(n for n in group if n in present), rank.get(group[0], len(rank)))
-    return sorted(parts, key=lambda part: parts[part])
+    return sorted([PAPERS, *names], key=lambda name: rank.get(name, len(rank)))
 
 
 def _runs_concurrently(ctx: TraceContext) -> bool:
-    """True when the modules of `ctx`'s trace run on two connections: the machine has two cores or
-    more, DuckDB is the engine (another engine's session is one per run) and the trace has at most
-    `CONCURRENT_MAX_JOBS` jobs."""
-    if (os.cpu_count() or 1) < 2 or (ctx.options.get("engine") or "duckdb") != "duckdb":
+    """True when the modules of `ctx`'s trace run on two connections: the two lanes are on
+    (`ddlx.analysis.fast.speedups`), the machine has two cores or more, DuckDB is the engine
+    (another engine's session is one per run) and the trace has at most `CONCURRENT_MAX_JOBS` jobs."""
+    if not speedups().lanes or (os.cpu_count() or 1) < 2 or (ctx.options.get("engine") or "duckdb") != "duckdb":
         return False
     return ctx.one_row(f"SELECT count(*) AS n FROM {ctx.jobs}")["n"] <= CONCURRENT_MAX_JOBS
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from fractions import Fraction
 
-import numpy as np
 import polars as pl
 
 from ddlx.analysis.context import TraceContext
+from ddlx.analysis.fast import cdf as fast_cdf
 from ddlx.datasets.timezones import wall_clock_from_utc_sql
 
 #: Jobs by GPUs requested (definition `gpu_request.bucket`), and the order buckets are shown in.
@@ -35,6 +34,9 @@ CDF_PROBABILITIES: tuple[float, ...] = tuple(sorted(
 
 #: The definition every CDF table lists: the empirical CDF as steps through the values themselves.
 CDF_STEP = "stat.cdf_step"
+
+#: Microseconds in a second, and millionths of a GPU: the units of the sweeps' whole numbers.
+MICRO = 1_000_000
 
 #: Quantiles reported in summary tables.
 SUMMARY_QUANTILES: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
@@ -156,11 +158,6 @@ def written_decimal(value: float) -> Decimal:
     return Decimal(repr(float(value)))
 
 
-#: Most values `cdf_table` sorts in memory itself (about 200 MiB with a group column); past it the
-#: discrete quantile runs in DuckDB.
-CDF_SORTED_VALUES = 4_000_000
-
-
 def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] = (),
               where: str = "TRUE", probabilities: Sequence[float] = CDF_PROBABILITIES) -> pl.DataFrame:
     """The empirical CDF (definition `stat.cdf_step`) of `value` over the rows of `source` (a FROM
@@ -172,20 +169,16 @@ def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] 
 
     For n values sorted x_0..x_(n-1), the value at p is x_k with k = max(ceil(n p), 1) - 1, p read
     as the decimal it is written as: the discrete list quantile of DuckDB at DECIMAL p, which
-    defines the result (`_cdf_table_sql`). Up to `CDF_SORTED_VALUES` values are sorted by Polars,
-    several times faster than DuckDB's selection at a hundred probabilities; more are left to
-    DuckDB's quantile, within its memory limit. Distributions too large for that are given as
-    counts to `cdf_from_counts`.
+    defines the result (`_cdf_table_sql`; `ddlx.analysis.fast.cdf` gives its rows faster).
+    Distributions too large to hold are given as counts to `cdf_from_counts`.
     """
     select_groups = "".join(f"{g}, " for g in groups)
     rows_sql = f"SELECT {select_groups}{value} AS value FROM {source} WHERE ({where}) AND {value} IS NOT NULL"
-
     defining = _cdf_table_sql(rows_sql, groups, probabilities)
 
     def compute() -> pl.DataFrame:
-        if ctx.one_row(f"SELECT count(*) AS n FROM ({rows_sql})")["n"] > CDF_SORTED_VALUES:
-            return ctx.query(defining)  # DuckDB's quantile, within its memory limit
-        return _cdf_of_values(ctx.query(rows_sql), groups, probabilities)
+        found = fast_cdf.sorted_cdf(ctx, rows_sql, groups, probabilities)
+        return ctx.query(defining) if found is None else found
 
     return ctx.computed(defining, compute)
 
@@ -201,34 +194,6 @@ def _cdf_table_sql(rows_sql: str, groups: Sequence[str], probabilities: Sequence
                    count(*) AS rows
             FROM ({rows_sql}) {group_by} HAVING count(*) > 0)
         ORDER BY {select_groups}probability"""
-
-
-def _cdf_of_values(values: pl.DataFrame, groups: Sequence[str], probabilities: Sequence[float]) -> pl.DataFrame:
-    """`cdf_table`'s rows from the values (the group columns and `value`, none NULL): each group's
-    values sorted (NaN above every number; NULL groups last), then x_k taken at each probability,
-    k in exact integer arithmetic."""
-    keys = list(groups)
-    if keys:
-        per_group = values.group_by(keys).agg(pl.col("value").sort().alias("ordered"), pl.len().alias("rows"))
-        per_group = per_group.sort(keys, nulls_last=True)
-    else:
-        per_group = pl.DataFrame({"rows": [values.height]}).filter(pl.col("rows") > 0)
-    counts = per_group["rows"].to_numpy().astype(np.int64)
-    fractions = [Fraction(written_decimal(p)) for p in probabilities]
-    numerators = np.array([f.numerator for f in fractions], dtype=np.int64)
-    denominators = np.array([f.denominator for f in fractions], dtype=np.int64)
-    ceilings = -((-counts[:, None] * numerators[None, :]) // denominators[None, :])  # ceil(n p), exactly
-    ranks = np.maximum(ceilings, 1) - 1
-    if keys:
-        taken = per_group.select(
-            *keys, pl.col("ordered").list.gather(pl.Series(ranks.tolist(), dtype=pl.List(pl.Int64))).alias("value"),
-            pl.col("rows").cast(pl.Int64)).explode("value")
-    else:  # one sort of every value, in parallel
-        taken = pl.DataFrame({"value": values["value"].sort().gather(ranks.ravel()),
-                              "rows": np.repeat(counts, len(probabilities))})
-    return taken.with_columns(probability=pl.Series(np.tile(np.array(probabilities, dtype=np.float64),
-                                                            per_group.height))
-                              ).select(*keys, "probability", "value", "rows")
 
 
 def trace_end_sql(ctx: TraceContext) -> str:

@@ -122,6 +122,50 @@ def duckdb_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def speedups_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every speed-up of the analysis on (`DDLX_PLAIN` unset, `ddlx.analysis.fast`) for a test of one
+    of them, also where the test runs on the plain path too (`analysis_path`)."""
+    monkeypatch.delenv("DDLX_PLAIN", raising=False)
+
+
+#: The test files of the analysis modules (names starting so): each of their tests runs twice, with
+#: the speed-ups on and on the plain path (`DDLX_PLAIN=1`, `ddlx.analysis.fast`), but in a file
+#: that sets `BOTH_PATHS = False` (the tests of a speed-up itself).
+BOTH_PATHS_PREFIX = "test_analysis_"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.module
+    if module.__name__.rpartition(".")[2].startswith(BOTH_PATHS_PREFIX) and getattr(module, "BOTH_PATHS", True):
+        metafunc.parametrize("analysis_path", ["speedups", "plain"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def analysis_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """The path a test of an analysis module takes (`BOTH_PATHS_PREFIX`): `speedups` (`DDLX_PLAIN`
+    unset) or `plain` (`DDLX_PLAIN=1`); None, leaving the environment alone, for any other test.
+    Fixtures of a wider scope are made before it, with the suite's own environment."""
+    path = getattr(request, "param", None)
+    if path == "plain":
+        monkeypatch.setenv("DDLX_PLAIN", "1")
+    elif path == "speedups":
+        monkeypatch.delenv("DDLX_PLAIN", raising=False)
+    return path
+
+
+def generated_pai_home(factory: pytest.TempPathFactory, name: str, seed: int, scale: float = 0.004) -> Path:
+    """The data home of a SYNTHETIC PAI release of `scale` (every table) generated with `seed` and
+    ingested, in a new temporary folder named after `name`."""
+    from ddlx.datasets.ingest import ingest
+    from ddlx.datasets.traces.pai.generator import generate
+
+    folder = factory.mktemp(name)
+    generate(folder / "release", scale=scale, seed=seed)
+    ingest("pai", folder / "release", folder / "home")
+    return folder / "home"
+
+
+@pytest.fixture
 def pai_release(tmp_path: Path) -> Path:
     return write_pai_release(tmp_path / "release")
 

@@ -1,6 +1,6 @@
-"""The step function of allocated GPUs taken in memory (`allocation._summed_steps`) against its
+"""The step function of allocated GPUs taken in memory (`ddlx.analysis.fast.steps`) against its
 definition, DuckDB's exact DECIMAL window (`allocation.integrable_steps_sql`), to the bit; the
-DOUBLE conversion of DECIMAL digits against DuckDB's own cast; and one steps table per run read
+DOUBLE conversion of DECIMAL digits against DuckDB's own cast; and one steps product per run read
 by both the allocation and the load at submission.
 
 The references are DuckDB's: its cast of each DECIMAL, its window over the same changes. The
@@ -21,6 +21,8 @@ import pytest
 
 from ddlx.analysis import allocation, queueing
 from ddlx.analysis.context import open_trace
+from ddlx.analysis.fast import load as fast_load
+from ddlx.analysis.fast import steps as fast_steps
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.importers import import_dataset
 
@@ -38,6 +40,8 @@ j8,b,2024-03-01 03:00:00,2024-03-01 03:00:00,2024-03-01 03:30:00,8
 j9,b,2024-03-01 04:00:00,,,1
 """
 STEPS_MAP = "job_id=id,cluster=cluster,submit=sub,start=st,end=en,gpus=g"
+
+pytestmark = pytest.mark.usefixtures("speedups_on")  # the fast paths are what these tests test
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +61,12 @@ def test_decimal_digits_become_the_doubles_duckdb_casts_them_to() -> None:
     con.register("digits", pa.table({"v": digits}))
     cast = con.sql("""SELECT CAST(CAST(v AS DECIMAL(38, 0)) * CAST(0.000001 AS DECIMAL(18, 6)) AS DOUBLE) AS d
                       FROM digits""").to_arrow_table()["d"].to_numpy()
-    ours = allocation.duckdb_decimal_double(digits)
+    ours = fast_steps.duckdb_decimal_double(digits, 6)
     assert (ours.view(np.uint64) == cast.view(np.uint64)).all()
     exact = (digits >= -(2 ** 53)) & (digits <= 2 ** 53)  # all exact in a DOUBLE: one division each
     assert 0 < exact.sum() < len(digits)
-    assert (allocation.duckdb_decimal_double(digits[exact]).view(np.uint64) == cast[exact].view(np.uint64)).all()
-    assert len(allocation.duckdb_decimal_double(digits[:0])) == 0
+    assert (fast_steps.duckdb_decimal_double(digits[exact], 6).view(np.uint64) == cast[exact].view(np.uint64)).all()
+    assert len(fast_steps.duckdb_decimal_double(digits[:0], 6)) == 0
     # A product with the reciprocal is not the cast: 5.15 GPUs would become 5.1499999999999995.
     assert (digits * 1e-6 != cast).any()
 
@@ -101,7 +105,7 @@ def test_steps_summed_in_memory_are_the_decimal_window_to_the_bit(steps_home: Pa
                 stored = ctx.query(f"SELECT * FROM {name}")
             with ctx.holding_open("job"):
                 held_name = allocation.shared_steps(ctx, groups, window)
-            found[way] = (defined, stored, ctx.is_made(held_name))
+            found[way] = (defined, stored, ctx.product_computed(held_name))
     for way, (defined, stored, held_made) in found.items():
         assert stored.schema == defined.schema
         keys = [*groups, "x"]
@@ -113,15 +117,15 @@ def test_steps_summed_in_memory_are_the_decimal_window_to_the_bit(steps_home: Pa
         assert found["held"][0].height == found["left out"][0].height + 1
 
 
-@pytest.mark.parametrize("limit", [allocation.STEPS_SUMMED_IN_MEMORY, 0])
+@pytest.mark.parametrize("limit", [fast_steps.STEPS_SUMMED_IN_MEMORY, 0])
 def test_the_steps_of_a_trace_of_one_cluster_are_its_clusters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               limit: int) -> None:
     """Cluster a alone: the whole trace's steps, read from the cluster's table, are the rows its
     definition gives, to the bit (summed in memory, or by DuckDB's window)."""
-    monkeypatch.setattr(allocation, "STEPS_SUMMED_IN_MEMORY", limit)
+    monkeypatch.setattr(fast_steps, "STEPS_SUMMED_IN_MEMORY", limit)
     with open_trace(_one_cluster_home(tmp_path), "one", cache=False) as ctx:
         window = allocation.trace_window(ctx)
-        assert window is not None and allocation.one_cluster(ctx, f"(SELECT cluster FROM {ctx.jobs})")
+        assert window is not None and fast_steps.one_cluster(ctx, f"(SELECT cluster FROM {ctx.jobs})")
         defined = ctx.con.sql(allocation.integrable_steps_sql(ctx, (), window)).pl()
         name = allocation.shared_steps(ctx, (), window)
         stored = ctx.query(f"SELECT * FROM {name}")
@@ -129,9 +133,11 @@ def test_the_steps_of_a_trace_of_one_cluster_are_its_clusters(tmp_path: Path, mo
         views = ctx.query("SELECT view_name FROM duckdb_views() WHERE view_name LIKE 'ddlx_steps_%'")
     assert stored.schema == defined.schema and defined.height >= 8
     assert _bits(stored, ["x"]).equals(_bits(defined, ["x"]))
-    # the steps are held once, in the cluster's table; the whole trace's are a view of it
-    assert [name.rsplit("_", 1)[0] for name in tables["table_name"]] == ["ddlx_steps_cluster"]
-    assert [name.rsplit("_", 1)[0] for name in views["view_name"]] == ["ddlx_steps_all"]
+    # the steps are held once, the cluster's (a table, or rows in memory registered as a view); the
+    # whole trace's are a view of them
+    held = [*tables["table_name"], *views["view_name"]]
+    assert sorted(name.rsplit("_", 1)[0] for name in held) == ["ddlx_steps_all", "ddlx_steps_cluster"]
+    assert [name.rsplit("_", 1)[0] for name in tables["table_name"]] == (["ddlx_steps_cluster"] if limit == 0 else [])
 
 
 def test_values_beyond_64_bits_leave_the_sums_to_duckdb(tmp_path: Path) -> None:
@@ -148,13 +154,13 @@ def test_values_beyond_64_bits_leave_the_sums_to_duckdb(tmp_path: Path) -> None:
         changes = ctx.arrow(f"""SELECT ts, x, CAST(delta AS DECIMAL(18, 6)) AS delta,
                                        CAST(delta * x AS DECIMAL(38, 6)) AS delta_x
                                 FROM {allocation._step_changes_sql(ctx, (), window)}""")
-        assert allocation._summed_steps(changes, ()) is None
+        assert fast_steps.summed(changes, ()) is None
         frame = allocation.allocation_vs_capacity(ctx, (), window)
     assert frame["mean_gpus"][0] == pytest.approx((1e6 * 1 + 1 * 201) / 201, rel=1e-12)
     assert frame["peak_gpus"][0] == 1e6 + 1
 
 
-@pytest.mark.parametrize("limit", [(allocation, "STEPS_SUMMED_IN_MEMORY"), (queueing, "LOAD_LOOKUP_ROWS")])
+@pytest.mark.parametrize("limit", [(fast_steps, "STEPS_SUMMED_IN_MEMORY"), (fast_load, "LOAD_LOOKUP_ROWS")])
 def test_a_trace_too_large_for_memory_gives_the_same_results(steps_home: Path, monkeypatch: pytest.MonkeyPatch,
                                                              limit: tuple[object, str]) -> None:
     modules = ["utilization", "queueing"]
@@ -178,7 +184,7 @@ def test_one_cluster_looks_up_the_load_at_submission_without_a_partition_per_clu
     looked_up_sql = queueing._looked_up_sql
     monkeypatch.setattr(queueing, "_looked_up_sql",
                         lambda by_cluster: asked.append(by_cluster) or looked_up_sql(by_cluster))
-    monkeypatch.setattr(queueing, "LOAD_LOOKUP_ROWS", 0)
+    monkeypatch.setattr(fast_load, "LOAD_LOOKUP_ROWS", 0)
     in_duckdb = run_analysis(home, "one", ["queueing"], cache=False).module("queueing")
     assert asked == [True, False]  # the defining query names the cluster; the one run does not
     load = {t.name: t.frame for t in in_duckdb.tables}["by_load_at_submit"]
@@ -207,22 +213,22 @@ def test_load_at_submission_looked_up_in_memory(steps_home: Path) -> None:
     assert a_rows[0]["jobs"] == 3 and a_rows[0]["max_allocated_gpus"] == pytest.approx(0.4)
 
 
-def test_allocation_and_load_at_submission_read_one_steps_table(steps_home: Path) -> None:
-    made: list[str] = []
+def test_allocation_and_load_at_submission_read_one_steps_table(steps_home: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    summed: list[int] = []
+    summed_in_memory = fast_steps.summed
+    monkeypatch.setattr(fast_steps, "summed", lambda changes, *args: summed.append(changes.num_rows)
+                        or summed_in_memory(changes, *args))
     with open_trace(steps_home, "lab", cache=False) as ctx:
-        execute = ctx.execute
-
-        def counting(sql: str) -> None:
-            if sql.lstrip().startswith("CREATE OR REPLACE TEMP TABLE ddlx_steps_"):
-                made.append(sql.split()[5])
-            execute(sql)
-
-        ctx.execute = counting  # type: ignore[method-assign]
         window = allocation.trace_window(ctx)
         assert window is not None
         per_cluster = allocation.allocation_vs_capacity(ctx, ("cluster",), window)
         load = queueing.queueing_by_load(ctx)
-    assert len(made) == 1 and made[0].startswith("ddlx_steps_cluster_")
+        made = sorted(name for name in ctx._made if name.startswith("ddlx_steps_"))
+    # one product, summed once: a step per cluster and instant, 14 (a: the 11 starts and ends of
+    # j1..j6 at 10 instants, j2's end and j3's start at one, j4 without an end; b: j7 and j8 at 4;
+    # j9 never starts)
+    assert len(made) == 1 and made[0].startswith("ddlx_steps_cluster_") and summed == [14]
     # Peak allocation of cluster b: j7 (0.3) and j8 (8) overlap from 03:00 to 03:30.
     peaks = dict(zip(per_cluster["cluster"], per_cluster["peak_gpus"]))
     assert peaks["b"] == pytest.approx(8.3)

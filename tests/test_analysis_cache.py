@@ -17,21 +17,20 @@ from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.ingest import ingest
 from ddlx.datasets.traces.pai.generator import generate as generate_pai
 from ddlx.reports.results import write_results
-from tests.conftest import write_pai_release
+from tests.conftest import generated_pai_home, write_pai_release
 
 #: A small generated PAI release: every table, so every kept result of PAI is made.
 SCALE = 0.004
 
 
-pytestmark = pytest.mark.usefixtures("duckdb_on_one_thread")
+pytestmark = pytest.mark.usefixtures("duckdb_on_one_thread", "speedups_on")  # a speed-up under test
+#: Not run on the plain path too (`tests/conftest.py`): the kept results are the speed-up under test.
+BOTH_PATHS = False
 
 
 @pytest.fixture(scope="module")
 def generated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("kept")
-    generate_pai(folder / "release", scale=SCALE, seed=5)
-    ingest("pai", folder / "release", folder / "home")
-    return folder / "home"
+    return generated_pai_home(tmp_path_factory, "kept", seed=5, scale=SCALE)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import pytest
 
 from ddlx.analysis import sql
 from ddlx.analysis.context import TraceContext
+from ddlx.analysis.fast import cdf as fast_cdf
 from ddlx.analysis.sql import CDF_PROBABILITIES, cdf_from_counts, cdf_table, quantiles_from_counts
 
 
@@ -100,7 +101,7 @@ def test_cdf_table_gives_the_rows_of_its_defining_query(ctx: TraceContext, dtype
     number) and groups of one value, over integers, floats and times; also past the values it sorts
     itself (`CDF_SORTED_VALUES`), where DuckDB's quantile gives the rows."""
     if sorted_values:
-        monkeypatch.setattr(sql, "CDF_SORTED_VALUES", sorted_values)
+        monkeypatch.setattr(fast_cdf, "CDF_SORTED_VALUES", sorted_values)
     rng = random.Random(11)
     rows = []
     for _ in range(3000):

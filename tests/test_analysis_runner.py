@@ -16,24 +16,22 @@ import pytest
 from ddlx.analysis import overview, runner, utilization
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.runner import run_analysis
-from ddlx.datasets.ingest import ingest
-from ddlx.datasets.traces.pai.generator import generate as generate_pai
 from ddlx.errors import CatalogError
+from tests.conftest import generated_pai_home
 from tests.test_analysis_cache import assert_same_results
 
 #: A query DuckDB takes minutes over: a lane still in it when the other fails must be interrupted.
 ENDLESS = "SELECT count(*) AS n FROM range(100000000000) a WHERE a.range % 7 = 3"
 
 
-pytestmark = pytest.mark.usefixtures("duckdb_on_one_thread")
+pytestmark = pytest.mark.usefixtures("duckdb_on_one_thread", "speedups_on")  # a speed-up under test
+#: Not run on the plain path too (`tests/conftest.py`): the two lanes are the speed-up under test.
+BOTH_PATHS = False
 
 
 @pytest.fixture(scope="module")
 def generated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("lanes")
-    generate_pai(folder / "release", scale=0.004, seed=3)
-    ingest("pai", folder / "release", folder / "home")
-    return folder / "home"
+    return generated_pai_home(tmp_path_factory, "lanes", seed=3)
 
 
 def _run(home: Path, **kwargs) -> tuple[object, dict[str, str]]:
@@ -57,8 +55,7 @@ def test_two_connections_give_exactly_what_one_after_the_other_gives(generated_h
 
     monkeypatch.setattr(runner, "reproduce_on", reproduce_recording_the_thread)
     together, threads = _run(generated_home)
-    assert threads["utilization"] == threads["queueing"] == threading.current_thread().name  # the first part
-    assert len(set(threads.values()) | papers_threads) == 2  # which other part runs where is the machine's
+    assert len(set(threads.values()) | papers_threads) == 2  # which part runs where is the machine's
     monkeypatch.setattr(runner, "CONCURRENT_MAX_JOBS", 0)  # a trace too large: one after the other
     alone, threads = _run(generated_home)
     assert set(threads.values()) == {threading.current_thread().name}
@@ -70,11 +67,11 @@ def test_two_connections_give_exactly_what_one_after_the_other_gives(generated_h
         for a, b in zip(together.reproductions, alone.reproductions))
 
 
-def test_the_parts_wait_longest_first_with_a_group_of_one_connection_together() -> None:
-    every = runner._parts_longest_first(runner.resolve_modules(None))
-    assert every[:3] == [("utilization", "queueing"), ("sharing",), (runner.PAPERS,)]
-    assert sorted(name for part in every for name in part) == sorted([runner.PAPERS, *runner.MODULES])
-    assert runner._parts_longest_first(["queueing", "overview"]) == [("queueing",), (runner.PAPERS,), ("overview",)]
+def test_the_parts_wait_longest_first() -> None:
+    every = runner._longest_first(runner.resolve_modules(None))
+    assert every[:4] == ["utilization", "sharing", "queueing", runner.PAPERS]
+    assert sorted(every) == sorted([runner.PAPERS, *runner.MODULES])
+    assert runner._longest_first(["overview", "queueing"]) == ["queueing", runner.PAPERS, "overview"]
 
 
 def test_a_result_computed_once_is_computed_by_one_connection_while_the_other_waits(generated_home: Path) -> None:

@@ -22,6 +22,8 @@ import pytest
 from ddlx.analysis import allocation
 from ddlx.analysis.capacity import gpu_capacity
 from ddlx.analysis.context import open_trace
+from ddlx.analysis.fast import bins as fast_bins
+from ddlx.analysis.fast import steps as fast_steps
 from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.importers import import_dataset
@@ -305,7 +307,7 @@ def test_steps_looked_up_in_memory_give_what_the_asof_joins_give(capacity_home: 
             return allocation.allocation_vs_capacity(ctx, groups, window)
 
     in_memory = compute()
-    monkeypatch.setattr(allocation, "STEPS_SUMMED_IN_MEMORY", 0)
+    monkeypatch.setattr(fast_steps, "STEPS_SUMMED_IN_MEMORY", 0)
     by_asof = compute()
     assert in_memory.height >= 1 and in_memory["capacity_gpus"].null_count() < in_memory.height
     assert in_memory.equals(by_asof)
@@ -316,12 +318,13 @@ def _partials_both_ways(ctx, intervals: str, groups: tuple[str, ...], lo_us: int
     """The sweep's partial results by the query and reduced in memory, rows sorted alike."""
     ctx.execute(f"CREATE OR REPLACE TEMP VIEW test_intervals AS {intervals}")
     by_query = ctx.query(allocation.allocation_partials_sql("test_intervals", groups, lo_us, hi_us, resolution_us))
-    in_memory = allocation._partials_in_memory(ctx, intervals, groups, lo_us, hi_us, resolution_us)
+    in_memory = fast_bins.partials(ctx, intervals, groups, lo_us, hi_us, resolution_us)
     assert in_memory is not None
     order = [*groups, "k"]
     return by_query.sort(order, nulls_last=True), in_memory.sort(order, nulls_last=True)
 
 
+@pytest.mark.usefixtures("speedups_on")  # the partials reduced in memory
 @pytest.mark.parametrize("home_name,trace", [("sweep_home", "lab"), ("helios_gap_home", "helios"), ("pai_home", "pai")])
 @pytest.mark.parametrize("window_of", [allocation.trace_window, allocation.active_window])
 @pytest.mark.parametrize("resolution_s", [1800, 3600, 7 * 86400])
@@ -351,6 +354,7 @@ HAND_INTERVALS = """SELECT * FROM (VALUES ('a', -5000000, 12000000, 1000000), ('
                     AS t(cluster, start_us, end_us, gpus_micro)"""
 
 
+@pytest.mark.usefixtures("speedups_on")  # the partials reduced in memory
 def test_partials_in_memory_by_hand(sweep_home: Path) -> None:
     """The partials of `HAND_INTERVALS`, worked out by hand: per bin the net change, the moment
     (change x microseconds to the bin's end), the peak running sum before the window end and the
@@ -381,7 +385,7 @@ def test_allocation_series_reduced_by_the_query_when_too_many_changes(sweep_home
             return allocation.allocation_series(ctx, ("cluster", "vc"), 1800)
 
     in_memory = series()
-    monkeypatch.setattr(allocation, "STEPS_SUMMED_IN_MEMORY", 0)
+    monkeypatch.setattr(fast_steps, "STEPS_SUMMED_IN_MEMORY", 0)
     assert series().equals(in_memory) and in_memory["mean_gpus"].sum() > 0
 
 

@@ -1,5 +1,6 @@
-"""The streamed event sweep (`ddlx.analysis.sweeps.level_seconds`) against counting by hand, one
-second at a time, over random intervals, with batches small enough to cut through keys and ties."""
+"""The streamed event sweep (`ddlx.analysis.sweeps.level_seconds`, its fast path
+`ddlx.analysis.fast.sweep`) against counting by hand, one second at a time, over random intervals,
+with batches small enough to cut through keys and ties."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from ddlx.analysis import sweeps
 from ddlx.analysis.context import TraceContext
-from ddlx.analysis.sweeps import level_seconds
+from ddlx.analysis.fast import sweep as fast_sweep
+from ddlx.analysis.sweeps import level_seconds, typed_intervals_sql
 from ddlx.errors import CatalogError, StorageError
 
 
@@ -60,7 +61,7 @@ def test_level_seconds_match_counting_second_by_second(seed: int, batch_rows: in
     ctx = _context(tmp_path / "spill")
     ctx.con.register("intervals", pl.DataFrame(rows, schema=["key", "s", "e", "counted"], orient="row"))
     if events_per_sort:  # keys swept in several groups, written to scratch files and sorted one by one
-        monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", events_per_sort)
+        monkeypatch.setattr(fast_sweep, "EVENTS_PER_SORT", events_per_sort)
     frame = level_seconds(ctx, """(SELECT key, s AS t_start, e AS t_end, 1 AS every,
                                           CASE WHEN counted THEN 1 ELSE 0 END AS counted FROM intervals)""",
                           ("every", "counted"), intervals_count=len(rows), batch_rows=batch_rows)
@@ -105,7 +106,7 @@ def test_fractional_times_weights_and_far_apart_keys(seed: int, batch_rows: int,
     ctx.con.register("intervals", pl.DataFrame(
         [(k, float(s), float(e), *w) for k, s, e, w in rows], schema=["key", "s", "e", "a", "b", "c"], orient="row"))
     if events_per_sort:
-        monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", events_per_sort)
+        monkeypatch.setattr(fast_sweep, "EVENTS_PER_SORT", events_per_sort)
     frame = level_seconds(ctx, "(SELECT key, s AS t_start, e AS t_end, a, b, c FROM intervals)", ("a", "b", "c"),
                           intervals_count=len(rows), batch_rows=batch_rows)
     names = ["a", "b", "c"]
@@ -123,10 +124,18 @@ def test_rows_without_a_key_or_a_time_count_nothing() -> None:
     assert frame.select("key", "level", "seconds").rows() == [(1, 1, 10.0)]
 
 
-def test_times_too_far_apart_for_one_packed_event_are_a_catalog_error() -> None:
-    """A span of 10^13 s with a fraction of a second needs more than 63 bits of microseconds."""
-    with pytest.raises(CatalogError, match="do not fit one 64-bit event"):
-        level_seconds(_context(), "(SELECT 1 AS key, 0.5 AS t_start, 1e13 AS t_end, 1 AS n)", ("n",))
+def test_keys_and_times_too_far_apart_for_one_packed_event_are_swept_by_the_reference_query() -> None:
+    """Keys 2^40 apart (41 bits) and a span of 10^6 s with a fraction of a second (40 bits of
+    microseconds) do not fit one 63-bit packed event: the packed sweep declines and the defining
+    query sweeps them. Times beyond 64 bits of microseconds are a catalog error."""
+    ctx = _context()
+    far = 2 ** 40 + 1
+    intervals = f"(SELECT * FROM (VALUES (1, 0.5, 1e6, 1), ({far}, 0.5, 1e6, 1)) AS v(key, t_start, t_end, n))"
+    assert fast_sweep.level_seconds(ctx, typed_intervals_sql(intervals, ["n"]), ["n"]) is None
+    swept = level_seconds(ctx, intervals, ("n",)).select("key", "level", "seconds").rows()
+    assert swept == [(1, 1, 999_999.5), (far, 1, 999_999.5)]
+    with pytest.raises(CatalogError, match="analysis query failed"):
+        level_seconds(ctx, "(SELECT 1 AS key, 0.5 AS t_start, 1e13 AS t_end, 1 AS n)", ("n",))
 
 
 def test_level_seconds_in_groups_reads_the_intervals_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,7 +144,7 @@ def test_level_seconds_in_groups_reads_the_intervals_once(tmp_path: Path, monkey
     ctx = _context(tmp_path)
     ctx.execute("CREATE TABLE source AS SELECT range AS key, range AS t_start, 2 * range + 5 AS t_end, 1 AS n "
                 "FROM range(40)")
-    monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", 4)
+    monkeypatch.setattr(fast_sweep, "EVENTS_PER_SORT", 4)
     sort = TraceContext.batches
 
     def drop_then_sort(self: TraceContext, sql: str, rows: int) -> Iterator[pa.RecordBatch]:
@@ -166,12 +175,13 @@ def test_a_batch_stream_left_early_frees_the_connection() -> None:
     assert ctx.query("SELECT 42 AS x")["x"].to_list() == [42]
 
 
+@pytest.mark.usefixtures("speedups_on")  # the packed sweep's scratch files
 def test_a_scratch_folder_that_cannot_be_made_is_a_storage_error(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     ctx = _context(blocker / "spill")
-    monkeypatch.setattr(sweeps, "EVENTS_PER_SORT", 2)
+    monkeypatch.setattr(fast_sweep, "EVENTS_PER_SORT", 2)
     with pytest.raises(StorageError, match=r"file/spill: Not a directory while making the sweep's scratch folder"):
         level_seconds(ctx, "(SELECT 1 AS key, 0 AS t_start, 1 AS t_end, 1 AS n)", ("n",), intervals_count=4)
 
@@ -179,8 +189,8 @@ def test_a_scratch_folder_that_cannot_be_made_is_a_storage_error(tmp_path: Path,
 def test_event_columns_are_read_from_their_buffers_at_their_offset() -> None:
     values = list(range(-5, 20)) + [2 ** 62, -(2 ** 62)]
     column = pa.array(values, pa.int64()).slice(3, 20)  # a slice starts inside its buffer
-    assert sweeps._int64_values(column).tolist() == values[3:23]
+    assert fast_sweep.int64_values(column).tolist() == values[3:23]
     with pytest.raises(CatalogError, match="expected int64 without NULLs"):
-        sweeps._int64_values(pa.array([1, None, 3], pa.int64()))
+        fast_sweep.int64_values(pa.array([1, None, 3], pa.int64()))
     with pytest.raises(CatalogError, match="expected int64 without NULLs"):
-        sweeps._int64_values(pa.array([1, 2], pa.int32()))
+        fast_sweep.int64_values(pa.array([1, 2], pa.int32()))
