@@ -189,7 +189,7 @@ def load_csv_parts(con: duckdb.DuckDBPyConnection, parts: list[LocalPart], out_p
                    max_rejected_rows: int, format_of: Any,
                    ranges: dict[str, ValueRange] | None = None) -> LoadResult:
     """Load the CSV parts, each with its format (headers checked first), into one Parquet file;
-    values outside `ranges` are refused (see `csvload.check_ranges`)."""
+    values outside `ranges` are refused (see `csvload.check_values`)."""
     sources = []
     for local in parts:
         fmt: CsvFormat = format_of(local.part)

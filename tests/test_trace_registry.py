@@ -63,3 +63,12 @@ def test_every_trace_list_in_the_docs_is_the_registry() -> None:
     for page in ("import.md", "simulate.md"):
         listed = re.search(r"registered trace \(([^)]*)\)", (docs / page).read_text())
         assert listed and [n.strip("` ") for n in listed.group(1).split(",")] == names, page
+
+
+def test_every_trace_folder_says_what_each_of_its_files_holds() -> None:
+    """A trace package's docstring lists each module of its folder, one `- `file.py`: ...` line each."""
+    for folder in FOLDERS:
+        package = importlib.import_module(f"ddlx.datasets.traces.{folder}")
+        listed = re.findall(r"^- `([a-z_0-9]+\.py)`: \S", package.__doc__ or "", flags=re.M)
+        files = sorted(p.name for p in (REPO / "datasets" / "traces" / folder).glob("*.py"))
+        assert sorted(listed) == files, folder

@@ -1,8 +1,12 @@
 """Shanghai AI Lab Acme: everything ddlx knows about this release, in one folder.
 
+- `__init__.py`: this list, the scale of the SYNTHETIC sample (`SAMPLE_SCALE`) and the trace's place
+  in `ddlx datasets list` (`LIST_POSITION`);
 - `release.py`: the release facts (files, sha256, licence, paper, time zone), as `RELEASE`;
 - `reader.py`: the reader (raw files -> typed Parquet -> canonical views), as `ADAPTER`;
-- `generator.py`: ddlx's generator of SYNTHETIC files in the official format, as `generate`.
+- `generator.py`: ddlx's generator of SYNTHETIC files in the official format, as `generate`;
+- `views.py`: how Acme derives the core definitions (it publishes no view beyond its jobs);
+- `reproduce.py`: the published figures of the NSDI'24 paper and its repository (profile `acme-nsdi24`).
 """
 
 from ddlx.datasets.traces.acme.release import RELEASE

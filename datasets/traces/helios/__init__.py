@@ -1,8 +1,14 @@
 """SenseTime Helios: everything ddlx knows about this release, in one folder.
 
+- `__init__.py`: this list, the scale of the SYNTHETIC sample (`SAMPLE_SCALE`) and the trace's place
+  in `ddlx datasets list` (`LIST_POSITION`);
 - `release.py`: the release facts (files, sha256, licence, paper, time zone), as `RELEASE`;
 - `reader.py`: the reader (raw files -> typed Parquet -> canonical views), as `ADAPTER`;
-- `generator.py`: ddlx's generator of SYNTHETIC files in the official format, as `generate`.
+- `generator.py`: ddlx's generator of SYNTHETIC files in the official format, as `generate`;
+- `views.py`: the canonical views beyond jobs (`gpu_capacity` per cluster, VC and day), their
+  definitions, and how Helios derives the core definitions;
+- `reproduce.py`: the published figures of the SC'21 paper and its artifact (profile `helios-sc21`);
+- `formats.py`: the `priority` export, the per-job estimates the Helios and Lucid simulators read.
 """
 
 from ddlx.datasets.traces.helios.release import RELEASE

@@ -1,7 +1,7 @@
 """A synthetic Alibaba PAI cluster-trace-gpu-v2020 release, in the official distribution format.
 
-`generate(out_dir)` writes the seven tables of `pai_schema.TABLES` as `<table>.tar.gz`, each a
-gzip'd tar holding one headerless `<table>.csv` (columns in `pai_schema.COLUMNS` order, `\\n`
+`generate(out_dir)` writes the seven tables of `schema.TABLES` as `<table>.tar.gz`, each a
+gzip'd tar holding one headerless `<table>.csv` (columns in `schema.COLUMNS` order, `\\n`
 line ends, an empty field for a missing value), so that ddlx's real ingest code cannot tell the
 result from the real release. Formats follow the official files: job/task/instance times are
 floats (`4550879.0`), machine-metric times integers (`6150435`), hashed ids lowercase hex.
@@ -109,7 +109,7 @@ JOB_STATUS_SHARES = np.array([0.697, 0.210, 0.090, 0.003])
 _STATUS_ORDER = ("Terminated", "Failed", "Running", "Waiting")
 TERMINATED, FAILED, RUNNING, WAITING = range(4)
 if set(_STATUS_ORDER) != set(schema.STATUSES):  # pragma: no cover - guards a schema change
-    raise ImportError("pai_schema.STATUSES changed; update synth_pai status codes")
+    raise ImportError("ddlx.datasets.traces.pai.schema.STATUSES changed; update the generator's status codes")
 
 #: inst_num distributions: (values, shares).
 INST_NUM_SINGLE_GPU = (np.array([1, 2, 4, 8, 16, 32]),

@@ -579,7 +579,7 @@ def generate(out_dir: Path, scale: float = 1.0, seed: int = 0,
     models, fits = _fitting_models(nodes, pods.num_gpu, pods.cpu_milli, pods.memory_mib)
     gpu_pod_fits = fits.any(axis=1) | (pods.num_gpu == 0)
     if not gpu_pod_fits.all():  # pragma: no cover - guards a change of NODE_CONFIGS or profiles
-        raise RuntimeError("synth_pai_v2023: a pod profile fits no node; check the constants")
+        raise RuntimeError("the Alibaba v2023 generator: a pod profile fits no node; check the constants")
     frames: dict[str, Callable[[], pl.DataFrame]] = {
         ALL_NODE_FILE: lambda: _node_frame(nodes, np.ones(len(nodes.gpu), dtype=bool)),
         GPU_NODE_FILE: lambda: _node_frame(nodes, nodes.gpu > 0),
