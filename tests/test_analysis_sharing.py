@@ -192,32 +192,38 @@ POD_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phas
               "creation_time,deletion_time,scheduled_time")
 
 # Nodes: n0 T4 x2, 8 cores, 32 GiB; n1 V100M16 x1, 16 cores, 64 GiB; n2 CPU-only, 4 cores, 8 GiB.
-# GPU requests (one pod each, so each weighs 1/5 in the expected measure):
+# GPU requests (one pod each):
 #   A p1 1 x 500 milli, 2 cores, 4 GiB, any model      B p2 1 x 700, 2 cores, 4 GiB, any model
 #   C p3 2 GPUs, 4 cores, 8 GiB, T4                    D p5 1 GPU, 16 cores, 8 GiB, V100M16 (never scheduled)
 #   E p6 1 x 200, 6 cores, 4 GiB, T4
-# CPU pods: p4 3 cores 4 GiB; p8 20 cores (fits no node -> unplaced).
-# Replay (best fit by GPU):
-#   t=10  p1 A: n0 would keep 1.5 GPUs free, n1 0.5 -> n1 [500 free]
-#   t=15  p4 CPU: n2 has no free GPU -> n2
-#   t=20  p2 B: only n0 has 700 free -> n0 GPU0 [300, 1000], 6 cores left
+# CPU pods: F p4 3 cores 4 GiB; G p8 20 cores (fits no node -> unplaced).
+# Replay, the owners' best-fit: score int(100 (1 - s)), s = 0.5 (free cores - asked) / 128 + 0.5 (free GPUs -
+# asked) / 8, among the nodes where the pod fits; ties to the first node by name:
+#   t=10  p1 A: n0 s = 0.5 x 6/128 + 0.5 x 1.5/8 = 0.117 -> 88; n1 s = 0.5 x 14/128 + 0.5 x 0.5/8 = 0.086 -> 91
+#         -> n1 [500 free]
+#   t=15  p4 F: n0 s = 0.5 x 5/128 + 0.5 x 2/8 -> 85; n1 0.5 x 11/128 + 0.5 x 0.5/8 -> 92; n2 0.5 x 1/128 -> 99 -> n2
+#   t=20  p2 B: only n0 has 700 free -> n0 GPU0 (both whole, lowest index) [300, 1000], 6 cores left
 #   t=40  p6 E (T4): n0, on the GPU with the least free share that fits -> GPU0 [100, 1000], 0 cores
-#   t=50  p8: no node has 20 cores -> unplaced
+#   t=50  p8 G: no node has 20 cores -> unplaced
 #   t=100 p1 leaves: n1 [1000];  t=200 p2 leaves: n0 [800, 1000], 2 cores;  t=250 p6 leaves: n0 empty
 #   t=300 p3 C: n0 has 2 whole GPUs -> n0 [0, 0];  t=350 p3 leaves;  t=400 p4 leaves
-# Fragmented (free capacity no request can use), after the events of each instant:
+# Target workload: 7 classes of one pod each; 6 cover 6/7 < 95 %, so all 7 are kept, each p = 1/7.
+# Unusable (free capacity no GPU class can use), after the events of each instant:
 #   t=10, 15: n0 whole GPUs usable by A; n1's 500 usable by A (14 cores free) -> 0
 #   t=20: n0 GPU0 300 usable by E (6 cores free), GPU1 by A -> 0
-#   t=40, 50, 100: n0 has 0 cores free: nothing fits it -> its 100 + 1000 milli = 1.1 GPUs
+#   t=40, 50, 100: n0 has 0 cores free: no class runs on it -> its 100 + 1000 milli = 1.1 GPUs
 #   t=200: n0 has 2 cores: A fits (800 >= 500) -> 0; later instants 0
-# Expected (ATC'23) measure: per node, the free milli each request cannot use, summed, x 1/5:
-#   t=10, 15: n0 [1000,1000] 8 cores: only D (model) -> 2000; n1 [500] 14 cores: B, C, D, E -> 4 x 500
-#     = 2000 -> (2000 + 2000) / 5 = 800 milli
-#   t=20: n0 [300,1000]: A 300, B 300, C 1300 (1 whole GPU < 2), D 1300, E 0 -> 3200; n1 2000 -> 1040
-#   t=40, 50: n0 [100,1000] no cores: 5 x 1100 = 5500; n1 2000 -> 1500
-#   t=100: n1 [1000] 16 cores: C and E (model) -> 2000; n0 5500 -> 1500
-#   t=200: n0 [800,1000] 2 cores: C, D, E 1800 each -> 5400; n1 2000 -> 1480
-#   t=250: n0 empty: D -> 2000; n1 2000 -> 800;  t=300: n0 full -> 0; n1 2000 -> 400;  t=350, 400: 800
+# Expected (ATC'23) measure: per node, the free milli each class cannot use, summed, x 1/7 (the CPU-only
+# classes F and G cannot use any: U each):
+#   t=10, 15: n0 [1000,1000] 8 cores: D (model), F, G -> 3 x 2000 = 6000; n1 [500] 14 cores: B (500 < 700),
+#     C, E (model), D (16 cores > 14), F, G -> 6 x 500 = 3000 -> 9000 / 7 milli
+#   t=20: n0 [300,1000] 6 cores: A 300, B 300, C 1300 (1 whole GPU < 2), D 1300, E 0, F, G 1300 -> 5800; n1 3000
+#     -> 8800 / 7
+#   t=40, 50: n0 [100,1000] no cores: 7 x 1100 = 7700; n1 3000 -> 10700 / 7
+#   t=100: n1 [1000] 16 cores: C, E (model), F, G -> 4 x 1000 = 4000; n0 7700 -> 11700 / 7
+#   t=200: n0 [800,1000] 2 cores: C, E (cores), D (model), F, G -> 5 x 1800 = 9000; n1 4000 -> 13000 / 7
+#   t=250: n0 empty: D, F, G -> 6000; n1 4000 -> 10000 / 7;  t=300: n0 full -> 0; n1 4000 -> 4000 / 7;
+#   t=350, 400: 10000 / 7
 # Free GPUs: t=10,15: 2.5; t=20: 1.8; t=40,50: 1.6; t=100: 2.1; t=200: 2.8; t=250: 3; t=300: 1; 350,400: 3
 V2023_FIXTURE: dict[str, list[str]] = {
     "openb_node_list_all_node.csv": [
@@ -239,7 +245,7 @@ V2023_FIXTURE: dict[str, list[str]] = {
 }
 EVENT_TIMES = [10, 15, 20, 40, 50, 100, 200, 250, 300, 350, 400]
 FRAGMENTED = [0, 0, 0, 1.1, 1.1, 1.1, 0, 0, 0, 0, 0]
-EXPECTED = [0.8, 0.8, 1.04, 1.5, 1.5, 1.5, 1.48, 0.8, 0.4, 0.8, 0.8]
+EXPECTED = [m / 7000 for m in (9000, 9000, 8800, 10700, 10700, 11700, 13000, 10000, 4000, 10000, 10000)]
 FREE = [2.5, 2.5, 1.8, 1.6, 1.6, 2.1, 2.8, 3.0, 1.0, 3.0, 3.0]
 RUNNING = [1, 2, 3, 4, 4, 3, 2, 1, 2, 1, 0]
 
@@ -306,8 +312,9 @@ def test_v2023_replay_time_weighted_means_and_outcomes(v2023_home: Path) -> None
     t4 = by_model["T4"]
     assert (t4["nodes"], t4["gpus"], t4["mean_fragmented_gpus"]) == (1, 2, pytest.approx(1.1 * 160 / 390))
     assert by_model["V100M16"]["mean_fragmented_gpus"] == 0
-    # n1 contributes 2000 milli x 1/5 = 0.4 GPU at every instant (derived above).
-    assert by_model["V100M16"]["mean_expected_fragmented_gpus"] == pytest.approx(0.4)
+    # n1 contributes 3000 / 7 milli from 10 to 100 s and 4000 / 7 from 100 to 400 s (derived above).
+    assert by_model["V100M16"]["mean_expected_fragmented_gpus"] == pytest.approx((90 * 3 + 300 * 4) / 7 / 390)
+    assert result.finding("expected_fragmented_gpus_mean").value == pytest.approx(mean(EXPECTED))
     pods = _rows(result.table("fragmentation_pods"), "outcome")
     assert {k: (v["pods"], v["gpu_pods"]) for k, v in pods.items()} == {
         "placed": (5, 4), "unplaced": (1, 0), "never scheduled": (1, 1)}

@@ -105,9 +105,9 @@ class Cluster:
     - `gpu_free` (N, G): free milli-GPU of each GPU slot (slots beyond a node's `gpu_count` stay 0
       and never fit anything); `gpu_alloc` (N, G) the allocated milli-GPU; `gpu_valid` marks real GPUs.
     - `model_idx` (N,): index into `models`, -1 for CPU-only nodes.
-    - derived, kept current by `place`: `gpu_left` (N,) total free milli-GPU, `full_gpus` (N,)
+    - derived, kept current by `place` and `release`: `gpu_left` (N,) total free milli-GPU, `full_gpus` (N,)
       completely free GPUs, `max_free` (N,) largest free share, `tags` (N, 9) counts of placed
-      GPU tasks per gpu-clustering tag, `version` (N,) placements made on the node.
+      GPU tasks per gpu-clustering tag, `version` (N,) placements and releases made on the node.
 
     Nodes are kept in the given order, and policies break score ties towards the lowest index: the
     order of the nodes is the tie-break. `from_frames` sorts them by name; `reordered` puts them in
@@ -247,6 +247,27 @@ class Cluster:
             self.gpu_alloc[node, idx] += per_gpu
             self.allocated_milli += per_gpu * len(idx)
             self.tags[node, task.tag] += 1
+        self.version[node] += 1
+        self._refresh(np.array([node]))
+
+    def release(self, node: int, gpus: tuple[int, ...], task: Task) -> None:
+        """Give back exactly what `place(node, gpus, task)` took: the task's milli-CPU and MiB, and
+        its share on each GPU slot of `gpus`; ValueError when the node does not hold that much."""
+        per_gpu = task.gpu_milli if task.kind != "cpu" else 0
+        gpus = tuple(gpus) if per_gpu else ()
+        if (self.cpu_free[node] + task.cpu_milli > self.cpu_cap[node]
+                or self.mem_free[node] + task.memory_mib > self.mem_cap[node]
+                or any(self.gpu_alloc[node, g] < per_gpu for g in gpus)
+                or (gpus and self.tags[node, task.tag] < 1)):
+            raise ValueError(f"task {task} is not placed on node {self.names[node]} GPUs {gpus}")
+        self.cpu_free[node] += task.cpu_milli
+        self.mem_free[node] += task.memory_mib
+        if gpus:
+            idx = list(gpus)
+            self.gpu_free[node, idx] += per_gpu
+            self.gpu_alloc[node, idx] -= per_gpu
+            self.allocated_milli -= per_gpu * len(idx)
+            self.tags[node, task.tag] -= 1
         self.version[node] += 1
         self._refresh(np.array([node]))
 

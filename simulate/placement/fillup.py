@@ -157,6 +157,20 @@ def _as_cluster(nodes: pl.DataFrame | Cluster) -> Cluster:
     return nodes.copy() if isinstance(nodes, Cluster) else Cluster.from_frames(nodes)
 
 
+def prepared_run(cluster_nodes: pl.DataFrame | Cluster, policy: str | PlacementPolicy, seed: int,
+                 target: TargetWorkload | None, tie_break: str = DEFAULT_TIE_BREAK) -> tuple[Cluster, PlacementPolicy]:
+    """The cluster of a run of seed `seed` (a copy, its nodes in the order of the tie-break,
+    `node_order`) and its policy (by name or instance; fgd needs `target`), reset with a value drawn
+    from the seed. The fill-up and the replay start their runs with it."""
+    cluster = _as_cluster(cluster_nodes)
+    if tie_break != "name":
+        cluster = cluster.reordered(node_order(cluster.num_nodes, seed, tie_break))
+    if isinstance(policy, str):
+        policy = make_policy(policy, target, seed)
+    policy.reset(int(np.random.default_rng([seed, 1]).integers(2**63 - 1)))
+    return cluster, policy
+
+
 def fill_up(cluster_nodes: pl.DataFrame | Cluster, pods: pl.DataFrame, policy: str | PlacementPolicy, seed: int,
             *, target: TargetWorkload | None = None, fill_to: float = DEFAULT_FILL_TO,
             tie_break: str = DEFAULT_TIE_BREAK, track_fragmentation: bool = True,
@@ -167,16 +181,10 @@ def fill_up(cluster_nodes: pl.DataFrame | Cluster, pods: pl.DataFrame, policy: s
     policy's generator), filled to `fill_to` x the GPU capacity. The target workload defaults to
     the pod list's. Returns one row per arrival (columns `FILL_UP_COLUMNS`)."""
     fill_to, tie_break, _ = check_placement_settings(fill_to, tie_break)
-    cluster = _as_cluster(cluster_nodes)
-    if tie_break != "name":
-        cluster = cluster.reordered(node_order(cluster.num_nodes, seed, tie_break))
     tasks = tasks_from_frame(pods)
     target = target if target is not None else target_workload(tasks)
-    rng = np.random.default_rng(seed)
-    if isinstance(policy, str):
-        policy = make_policy(policy, target, seed)
-    policy.reset(int(np.random.default_rng([seed, 1]).integers(2**63 - 1)))
-    order = arrival_order(tasks, cluster.gpu_capacity_milli, rng, fill_to)
+    cluster, policy = prepared_run(cluster_nodes, policy, seed, target, tie_break)
+    order = arrival_order(tasks, cluster.gpu_capacity_milli, np.random.default_rng(seed), fill_to)
     tracker = FragmentationTracker(cluster, target) if track_fragmentation else None
 
     steps = order.size

@@ -24,20 +24,52 @@ free GPU share of node n that class m cannot use. Let U = total free milli-GPU o
 
 Memory is not checked by the measure (only by feasibility). Cluster fragmentation is the sum of
 F_n(M) over nodes; functions here return it in GPUs (milli-GPU / 1000) where stated.
+
+Variants a user can choose, by name (the defaults are the paper's):
+
+- the measure (`FRAGMENTATION_MEASURES`): `expected`, the paper's F_n(M); `unusable`, the free
+  share of the GPUs that no GPU class of M can use (a GPU's free share counts when, for every
+  class, the class cannot run on the node or the GPU's free share is below the class's request).
+  `unusable` is at most `expected` on every node and ignores the CPU-only classes;
+- the pods M is made of (`TARGET_PODS`): `all` (the paper's: every pod of the list, CPU-only ones
+  included) or `gpu` (only the pods that ask for a GPU);
+- the popularity cut-off: the share of those pods the kept classes cover (default 0.95; 1.0 keeps
+  every class).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 import polars as pl
 
+from ddlx.errors import UsageError
 from ddlx.simulate.placement.cluster import MILLI, Cluster, Task, tasks_from_frame
 
 #: Share of pods the kept task classes must cover (the owners' `podPopularityThreshold`, 95 %).
 DEFAULT_POPULARITY = 0.95
+
+#: The pods the target workload is made of.
+TARGET_PODS: dict[str, str] = {
+    "all": "every pod of the list, CPU-only ones included (the paper's and the owners')",
+    "gpu": "only the pods that ask for a GPU",
+}
+DEFAULT_TARGET_PODS = "all"
+
+#: The fragmentation measures, in milli-GPU per node (the module docstring gives the rules).
+FRAGMENTATION_MEASURES: dict[str, str] = {
+    "expected": "the paper's F_n(M): the free GPU share each class of M cannot use, weighted by the "
+                "classes' popularity",
+    "unusable": "the free GPU share that no GPU class of M can use",
+}
+DEFAULT_MEASURE = "expected"
+
+
+class FragmentationOptionError(UsageError):
+    """A fragmentation variant that is not one ddlx knows."""
 
 
 @dataclass(frozen=True)
@@ -102,9 +134,33 @@ def _class_order_key(item: tuple[TaskClass, int]) -> tuple:
     return (-n, -c.cpu_milli, -c.gpu_milli, -c.num_gpus, tuple(-ord(ch) for ch in (c.gpu_models or "")))
 
 
-def target_workload(pods: pl.DataFrame | list[Task], popularity: float = DEFAULT_POPULARITY) -> TargetWorkload:
-    """The target workload of a pod list (frame with the task columns of `tasks_from_frame`, or tasks)."""
+def check_fragmentation_settings(popularity: float = DEFAULT_POPULARITY, pods: str = DEFAULT_TARGET_PODS,
+                                 measures: tuple[str, ...] = (DEFAULT_MEASURE,)) -> None:
+    """`FragmentationOptionError` unless `popularity` is in (0, 1], `pods` one of `TARGET_PODS` and
+    every measure one of `FRAGMENTATION_MEASURES`."""
+    try:
+        share = float(popularity)
+    except (TypeError, ValueError):
+        share = math.nan
+    if not (0 < share <= 1):
+        raise FragmentationOptionError(f"popularity: expected a share of the pods above 0 and at most 1 "
+                                       f"(the paper's: {DEFAULT_POPULARITY}), got '{popularity}'")
+    if pods not in TARGET_PODS:
+        raise FragmentationOptionError(f"unknown target pods '{pods}'; expected one of: {', '.join(TARGET_PODS)}")
+    for name in measures:
+        if name not in FRAGMENTATION_MEASURES:
+            raise FragmentationOptionError(f"unknown fragmentation measure '{name}'; expected one of: "
+                                           f"{', '.join(FRAGMENTATION_MEASURES)}")
+
+
+def target_workload(pods: pl.DataFrame | list[Task], popularity: float = DEFAULT_POPULARITY,
+                    from_pods: str = DEFAULT_TARGET_PODS) -> TargetWorkload:
+    """The target workload of a pod list (frame with the task columns of `tasks_from_frame`, or tasks):
+    the classes of `from_pods` (`TARGET_PODS`) kept until they cover `popularity` of those pods."""
+    check_fragmentation_settings(popularity, from_pods)
     tasks = tasks_from_frame(pods) if isinstance(pods, pl.DataFrame) else pods
+    if from_pods == "gpu":
+        tasks = [t for t in tasks if t.kind != "cpu"]
     counts: dict[TaskClass, int] = {}
     for t in tasks:
         key = TaskClass.of(t)
@@ -122,45 +178,79 @@ def target_workload(pods: pl.DataFrame | list[Task], popularity: float = DEFAULT
     return TargetWorkload([c for c, _ in kept], n / n.sum(), n.astype(np.int64), cum / max(total, 1))
 
 
-def node_fragmentation(cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray,
-                       target: TargetWorkload, models: list[str]) -> np.ndarray:
-    """F_n(M) in milli-GPU for B node states: `cpu_free` (B,), `gpu_free` (B, G) free milli-GPU per
-    GPU (0 for absent slots), `model_idx` (B,) index into `models` (-1 = CPU-only node)."""
+def _usable(cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray, target: TargetWorkload,
+            models: list[str]) -> np.ndarray:
+    """Boolean (B, K, G): class k of the target can run on node state b and use GPU g of it (the
+    class asks for a GPU, the node's model is allowed, CPU and k's GPUs fit, and g's free share is
+    at least k's per-GPU request)."""
     access = target.access(models)
     m = target.gpu_milli
-    k = target.num_gpus
-    c = target.cpu_milli
-    gpu_free = np.asarray(gpu_free)
-    total = gpu_free.sum(axis=1).astype(np.float64)  # (B,)
     fits = gpu_free[:, None, :] >= m[None, :, None]  # (B, K, G)
-    gpu_ok = fits.sum(axis=2) >= k[None, :]
-    below = np.where(fits, 0, gpu_free[:, None, :]).sum(axis=2)  # free share of GPUs below the request
-    runnable = gpu_ok & (np.asarray(cpu_free)[:, None] >= c[None, :]) & access[np.asarray(model_idx)] & (m > 0)[None, :]
-    per_class = np.where(runnable, below, total[:, None])
+    runnable = ((fits.sum(axis=2) >= target.num_gpus[None, :]) & (np.asarray(cpu_free)[:, None] >= target.cpu_milli)
+                & access[np.asarray(model_idx)] & (m > 0)[None, :])
+    return fits & runnable[:, :, None]
+
+
+def node_fragmentation(cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray,
+                       target: TargetWorkload, models: list[str]) -> np.ndarray:
+    """F_n(M) (measure `expected`) in milli-GPU for B node states: `cpu_free` (B,), `gpu_free` (B, G)
+    free milli-GPU per GPU (0 for absent slots), `model_idx` (B,) index into `models` (-1 = CPU-only node)."""
+    gpu_free = np.asarray(gpu_free)
+    usable = _usable(cpu_free, gpu_free, model_idx, target, models)
+    per_class = np.where(usable, 0, gpu_free[:, None, :]).sum(axis=2)  # F_n(m), (B, K)
     return per_class @ target.weight
 
 
-class FragmentationTracker:
-    """Per-node F_n(M) of a cluster, kept current by `update(node)` after each placement."""
+def node_unusable(cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray,
+                  target: TargetWorkload, models: list[str]) -> np.ndarray:
+    """Measure `unusable` in milli-GPU for B node states (arguments as `node_fragmentation`): the
+    free share of the GPUs that no class of the target can use."""
+    gpu_free = np.asarray(gpu_free)
+    usable = _usable(cpu_free, gpu_free, model_idx, target, models).any(axis=1)  # (B, G)
+    return np.where(usable, 0, gpu_free).sum(axis=1).astype(np.float64)
 
-    def __init__(self, cluster: Cluster, target: TargetWorkload) -> None:
+
+_MEASURE_FUNCTIONS = {"expected": node_fragmentation, "unusable": node_unusable}
+
+
+def node_measure(measure: str, cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray,
+                 target: TargetWorkload, models: list[str]) -> np.ndarray:
+    """The fragmentation measure `measure` (`FRAGMENTATION_MEASURES`) of B node states, milli-GPU."""
+    check_fragmentation_settings(measures=(measure,))
+    return _MEASURE_FUNCTIONS[measure](cpu_free, gpu_free, model_idx, target, models)
+
+
+class FragmentationTracker:
+    """Per-node fragmentation of a cluster under each of `measures` (milli-GPU, `node_values[name]`),
+    kept current by `update(node)` after each placement or release."""
+
+    def __init__(self, cluster: Cluster, target: TargetWorkload, measures: tuple[str, ...] = (DEFAULT_MEASURE,)):
+        check_fragmentation_settings(measures=measures)
         self.cluster = cluster
         self.target = target
-        self.node_frag = node_fragmentation(cluster.cpu_free, cluster.gpu_free, cluster.model_idx, target,
-                                            cluster.models)
+        self.measures = tuple(measures)
+        self.node_values = {name: _MEASURE_FUNCTIONS[name](cluster.cpu_free, cluster.gpu_free, cluster.model_idx,
+                                                           target, cluster.models) for name in self.measures}
 
     def update(self, node: int) -> None:
         cl = self.cluster
-        self.node_frag[node] = node_fragmentation(cl.cpu_free[node:node + 1], cl.gpu_free[node:node + 1],
-                                                  cl.model_idx[node:node + 1], self.target, cl.models)[0]
+        rows = slice(node, node + 1)
+        for name in self.measures:
+            self.node_values[name][node] = _MEASURE_FUNCTIONS[name](
+                cl.cpu_free[rows], cl.gpu_free[rows], cl.model_idx[rows], self.target, cl.models)[0]
+
+    @property
+    def node_frag(self) -> np.ndarray:
+        """F_n(M) of every node (measure `expected`), milli-GPU."""
+        return self.node_values["expected"]
 
     @property
     def total_gpus(self) -> float:
-        """Cluster fragmentation in GPUs."""
+        """Cluster fragmentation (measure `expected`) in GPUs."""
         return float(self.node_frag.sum()) / MILLI
 
 
-def cluster_fragmentation(cluster: Cluster, target: TargetWorkload) -> float:
-    """Cluster fragmentation (sum of F_n(M) over nodes) in GPUs."""
-    frag = node_fragmentation(cluster.cpu_free, cluster.gpu_free, cluster.model_idx, target, cluster.models)
+def cluster_fragmentation(cluster: Cluster, target: TargetWorkload, measure: str = DEFAULT_MEASURE) -> float:
+    """Cluster fragmentation (sum over nodes of the measure, by default F_n(M)) in GPUs."""
+    frag = node_measure(measure, cluster.cpu_free, cluster.gpu_free, cluster.model_idx, target, cluster.models)
     return float(frag.sum()) / MILLI
