@@ -42,7 +42,7 @@ from ddlx.simulate.placement.fragmentation import (
     check_fragmentation_settings,
     cluster_fragmentation,
     node_fragmentation,
-    node_measure,
+    node_measures,
     node_unusable,
     target_workload,
 )
@@ -68,7 +68,7 @@ __all__ = [
     "DotProductPolicy", "FGDPolicy", "FragmentationOptionError", "FragmentationTracker", "GpuClusteringPolicy",
     "GpuPackingPolicy", "Placement", "PlacementOptionError", "PlacementPolicy", "RandomPolicy", "Replay",
     "TargetWorkload", "Task", "TaskClass", "arrival_order", "check_fragmentation_settings", "check_placement_settings",
-    "cluster_fragmentation", "fgd_score", "fill_up", "make_policy", "node_fragmentation", "node_measure",
+    "cluster_fragmentation", "fgd_score", "fill_up", "make_policy", "node_fragmentation", "node_measures",
     "node_order", "node_unusable", "normalise_task", "prepared_run", "run_experiment", "run_replay", "summary_at",
     "target_workload", "tasks_from_frame",
 ]

@@ -191,33 +191,42 @@ def _usable(cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray, t
     return fits & runnable[:, :, None]
 
 
-def node_fragmentation(cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray,
-                       target: TargetWorkload, models: list[str]) -> np.ndarray:
-    """F_n(M) (measure `expected`) in milli-GPU for B node states: `cpu_free` (B,), `gpu_free` (B, G)
-    free milli-GPU per GPU (0 for absent slots), `model_idx` (B,) index into `models` (-1 = CPU-only node)."""
-    gpu_free = np.asarray(gpu_free)
-    usable = _usable(cpu_free, gpu_free, model_idx, target, models)
+def _expected(usable: np.ndarray, gpu_free: np.ndarray, target: TargetWorkload) -> np.ndarray:
     per_class = np.where(usable, 0, gpu_free[:, None, :]).sum(axis=2)  # F_n(m), (B, K)
     return per_class @ target.weight
 
 
+def _unusable(usable: np.ndarray, gpu_free: np.ndarray, target: TargetWorkload) -> np.ndarray:
+    return np.where(usable.any(axis=1), 0, gpu_free).sum(axis=1).astype(np.float64)
+
+
+_MEASURE_FUNCTIONS = {"expected": _expected, "unusable": _unusable}
+
+
+def node_measures(measures: tuple[str, ...], cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray,
+                  target: TargetWorkload, models: list[str]) -> dict[str, np.ndarray]:
+    """The fragmentation measures `measures` (names of `FRAGMENTATION_MEASURES`) of B node states,
+    milli-GPU each: `cpu_free` (B,), `gpu_free` (B, G) free milli-GPU per GPU (0 for absent slots),
+    `model_idx` (B,) index into `models` (-1 = CPU-only node)."""
+    check_fragmentation_settings(measures=measures)
+    gpu_free = np.asarray(gpu_free)
+    usable = _usable(cpu_free, gpu_free, model_idx, target, models)
+    return {name: _MEASURE_FUNCTIONS[name](usable, gpu_free, target) for name in measures}
+
+
+def node_fragmentation(cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray,
+                       target: TargetWorkload, models: list[str]) -> np.ndarray:
+    """F_n(M) (measure `expected`) in milli-GPU for B node states (arguments as `node_measures`)."""
+    gpu_free = np.asarray(gpu_free)
+    return _expected(_usable(cpu_free, gpu_free, model_idx, target, models), gpu_free, target)
+
+
 def node_unusable(cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray,
                   target: TargetWorkload, models: list[str]) -> np.ndarray:
-    """Measure `unusable` in milli-GPU for B node states (arguments as `node_fragmentation`): the
-    free share of the GPUs that no class of the target can use."""
+    """Measure `unusable` in milli-GPU for B node states (arguments as `node_measures`): the free
+    share of the GPUs that no class of the target can use."""
     gpu_free = np.asarray(gpu_free)
-    usable = _usable(cpu_free, gpu_free, model_idx, target, models).any(axis=1)  # (B, G)
-    return np.where(usable, 0, gpu_free).sum(axis=1).astype(np.float64)
-
-
-_MEASURE_FUNCTIONS = {"expected": node_fragmentation, "unusable": node_unusable}
-
-
-def node_measure(measure: str, cpu_free: np.ndarray, gpu_free: np.ndarray, model_idx: np.ndarray,
-                 target: TargetWorkload, models: list[str]) -> np.ndarray:
-    """The fragmentation measure `measure` (`FRAGMENTATION_MEASURES`) of B node states, milli-GPU."""
-    check_fragmentation_settings(measures=(measure,))
-    return _MEASURE_FUNCTIONS[measure](cpu_free, gpu_free, model_idx, target, models)
+    return _unusable(_usable(cpu_free, gpu_free, model_idx, target, models), gpu_free, target)
 
 
 class FragmentationTracker:
@@ -225,19 +234,19 @@ class FragmentationTracker:
     kept current by `update(node)` after each placement or release."""
 
     def __init__(self, cluster: Cluster, target: TargetWorkload, measures: tuple[str, ...] = (DEFAULT_MEASURE,)):
-        check_fragmentation_settings(measures=measures)
         self.cluster = cluster
         self.target = target
         self.measures = tuple(measures)
-        self.node_values = {name: _MEASURE_FUNCTIONS[name](cluster.cpu_free, cluster.gpu_free, cluster.model_idx,
-                                                           target, cluster.models) for name in self.measures}
+        self.node_values = node_measures(self.measures, cluster.cpu_free, cluster.gpu_free, cluster.model_idx,
+                                         target, cluster.models)
 
     def update(self, node: int) -> None:
         cl = self.cluster
         rows = slice(node, node + 1)
+        gpu_free = cl.gpu_free[rows]
+        usable = _usable(cl.cpu_free[rows], gpu_free, cl.model_idx[rows], self.target, cl.models)
         for name in self.measures:
-            self.node_values[name][node] = _MEASURE_FUNCTIONS[name](
-                cl.cpu_free[rows], cl.gpu_free[rows], cl.model_idx[rows], self.target, cl.models)[0]
+            self.node_values[name][node] = _MEASURE_FUNCTIONS[name](usable, gpu_free, self.target)[0]
 
     @property
     def node_frag(self) -> np.ndarray:
@@ -252,5 +261,5 @@ class FragmentationTracker:
 
 def cluster_fragmentation(cluster: Cluster, target: TargetWorkload, measure: str = DEFAULT_MEASURE) -> float:
     """Cluster fragmentation (sum over nodes of the measure, by default F_n(M)) in GPUs."""
-    frag = node_measure(measure, cluster.cpu_free, cluster.gpu_free, cluster.model_idx, target, cluster.models)
-    return float(frag.sum()) / MILLI
+    values = node_measures((measure,), cluster.cpu_free, cluster.gpu_free, cluster.model_idx, target, cluster.models)
+    return float(values[measure].sum()) / MILLI

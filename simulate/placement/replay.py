@@ -100,28 +100,41 @@ class Replay:
 
 
 class _ModelTotals:
-    """Free milli-GPU, entirely free GPUs and each measure per GPU-model column, kept current node by node."""
+    """Free milli-GPU, entirely free GPUs and each measure per GPU-model column, kept current node by
+    node (`refresh` after the tracker has measured the node)."""
 
     def __init__(self, cluster: Cluster, tracker: FragmentationTracker) -> None:
         self.cluster, self.tracker = cluster, tracker
         gpu_nodes = cluster.gpu_count > 0
-        self.labels: list[str | None] = list(cluster.models) + ([None] if (gpu_nodes & (cluster.model_idx < 0)).any()
-                                                                 else [])
+        self.labels: list[str | None] = list(cluster.models)
+        if (gpu_nodes & (cluster.model_idx < 0)).any():
+            self.labels.append(None)
         # Column of each node: its model, the last column for GPU nodes without one, -1 for CPU-only nodes
         # (which hold no GPU capacity and are left out).
         self.column = np.where(gpu_nodes, np.where(cluster.model_idx >= 0, cluster.model_idx, len(cluster.models)), -1)
-        self.kept = self.column >= 0
-        self.node_count = np.bincount(self.column[self.kept], minlength=len(self.labels))
-        self.gpu_count = np.bincount(self.column[self.kept], weights=cluster.gpu_count[self.kept],
-                                     minlength=len(self.labels)).astype(np.int64)
+        kept = self.column >= 0
+        width = len(self.labels)
+        self.node_count = np.bincount(self.column[kept], minlength=width)
+        self.gpu_count = np.bincount(self.column[kept], weights=cluster.gpu_count[kept], minlength=width).astype(
+            np.int64)
+        self.last = self._values()
+        self.totals = {key: np.bincount(self.column[kept], weights=values[kept], minlength=width).astype(values.dtype)
+                       for key, values in self.last.items()}
+        self.last = {key: values.copy() for key, values in self.last.items()}
 
-    def now(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        def per_column(values: np.ndarray) -> np.ndarray:
-            return np.bincount(self.column[self.kept], weights=values[self.kept], minlength=len(self.labels))
+    def _values(self) -> dict[str, np.ndarray]:
+        return {"free": self.cluster.gpu_left, "whole": self.cluster.full_gpus, **self.tracker.node_values}
 
-        return (per_column(self.cluster.gpu_left.astype(np.float64)),
-                per_column(self.cluster.full_gpus.astype(np.float64)),
-                {name: per_column(values) for name, values in self.tracker.node_values.items()})
+    def refresh(self, node: int) -> None:
+        column = self.column[node]
+        if column < 0:
+            return
+        for key, values in self._values().items():
+            self.totals[key][column] += values[node] - self.last[key][node]
+            self.last[key][node] = values[node]
+
+    def now(self) -> dict[str, np.ndarray]:
+        return {key: values.copy() for key, values in self.totals.items()}
 
 
 def run_replay(cluster_nodes: pl.DataFrame | Cluster, pods: pl.DataFrame,
@@ -161,12 +174,13 @@ def run_replay(cluster_nodes: pl.DataFrame | Cluster, pods: pl.DataFrame,
     placements: list[tuple[str, tuple[int, ...]] | None] = [None] * len(tasks)
     times: list[int] = []
     running: list[int] = []
-    states: list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]] = []
+    states: list[dict[str, np.ndarray]] = []
     touched: set[int] = set()
 
     def record(t: int) -> None:
         for node in touched:
             tracker.update(node)
+            totals.refresh(node)
         touched.clear()
         times.append(t)
         running.append(len(placed))
@@ -201,7 +215,8 @@ def run_replay(cluster_nodes: pl.DataFrame | Cluster, pods: pl.DataFrame,
     return Replay(
         times=np.array(times, dtype=np.int64), running=np.array(running, dtype=np.int64),
         models=totals.labels, model_nodes=totals.node_count, model_gpus=totals.gpu_count,
-        free_milli=np.array([s[0] for s in states]).reshape(-1, columns),
-        whole_free=np.array([s[1] for s in states]).reshape(-1, columns),
-        measured_milli={name: np.array([s[2][name] for s in states]).reshape(-1, columns) for name in measures},
+        free_milli=np.array([s["free"] for s in states], dtype=np.int64).reshape(-1, columns),
+        whole_free=np.array([s["whole"] for s in states], dtype=np.int64).reshape(-1, columns),
+        measured_milli={name: np.array([s[name] for s in states], dtype=np.float64).reshape(-1, columns)
+                        for name in measures},
         outcomes=outcomes, placements=placements, policy=getattr(chosen, "name", str(policy)), target=target)
