@@ -10,9 +10,9 @@ Parts and what they read:
   those traces declare these parts themselves (`ddlx.analysis.trace_parts`, slots `colocation`
   and `gpu_memory`);
 - fragmentation (canonical `gpu_nodes` and `gpu_tasks` views): a replay of the tasks on the
-  nodes with their real arrivals and departures, computed by `ddlx.analysis.departure_replay`
-  (`replay_fragmentation`), whose definitions this module declares with its own and whose results
-  it writes;
+  nodes with their real arrivals and departures by ddlx's placement simulator
+  (`ddlx.simulate.placement.replay`), read and written by `ddlx.analysis.departure_replay`
+  (`replay_fragmentation`), whose definitions this module declares with its own;
 - the fill-up experiment of the FGD paper (canonical `gpu_nodes` and `gpu_task_lists` views): the
   real workload fills the GPU nodes without departures under each placement policy
   (`ddlx.simulate.placement`), a few seeds (option `placement_seeds`, default 3).
