@@ -30,6 +30,8 @@ from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.sql import GPU_HOURS_SQL
 from ddlx.analysis.trace_parts import run_trace_parts
 from ddlx.datasets.canonical import GPU_INSTANCE_REQUESTS
+from ddlx.simulate.placement.experiment import run_placement
+from ddlx.simulate.placement.inputs import DEFAULT_TASK_LIST, inputs_from
 
 #: Label of jobs whose GPU type the trace leaves open (no constraint, or several models allowed).
 UNSPECIFIED_GPU_TYPE = "unspecified"
@@ -155,9 +157,6 @@ FULL_CAPACITY = 1.0
 
 def _analyze_fill_up(ctx: TraceContext, result: ModuleResult) -> None:
     """The FGD paper's fill-up experiment on the trace's real task list (definition sharing.fill_up)."""
-    from ddlx.simulate.placement.experiment import run_placement
-    from ddlx.simulate.placement.inputs import DEFAULT_TASK_LIST, inputs_from
-
     if not ctx.has_view("gpu_nodes") or not (ctx.has_view("gpu_task_lists") or ctx.has_view("gpu_tasks")):
         result.skip("fill-up placement experiment (FGD paper)",
                     "the trace publishes no node list with per-task requests (gpu_nodes, gpu_task_lists)")
