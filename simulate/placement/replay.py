@@ -117,10 +117,10 @@ class _ModelTotals:
         self.node_count = np.bincount(self.column[kept], minlength=width)
         self.gpu_count = np.bincount(self.column[kept], weights=cluster.gpu_count[kept], minlength=width).astype(
             np.int64)
-        self.last = self._values()
+        current = self._values()
         self.totals = {key: np.bincount(self.column[kept], weights=values[kept], minlength=width).astype(values.dtype)
-                       for key, values in self.last.items()}
-        self.last = {key: values.copy() for key, values in self.last.items()}
+                       for key, values in current.items()}
+        self.last = {key: values.copy() for key, values in current.items()}
 
     def _values(self) -> dict[str, np.ndarray]:
         return {"free": self.cluster.gpu_left, "whole": self.cluster.full_gpus, **self.tracker.node_values}
