@@ -30,8 +30,9 @@ def reproduce_command(
     synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
-    """Compute each published figure of a paper from the catalog, under the paper's definition, beside
-    the published value: figure, published, ddlx, difference, verdict."""
+    """Compute each figure of a paper from the catalog, under the paper's definition, beside its
+    reference value: figure, kind (release count or published figure), published, ddlx, difference,
+    verdict; the verdicts are totalled per kind."""
     from ddlx.outputs import check_output_file, write_output_text
     from ddlx.reports.reproduction import format_reproduction, reproduction_csv, reproduction_json
     from ddlx.reproduce import profiles

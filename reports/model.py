@@ -244,10 +244,11 @@ class ReproductionView:
     profile: str
     paper: str
     synthetic: bool
-    #: figure, published, ddlx, difference, verdict (as `reports.reproduction.reproduction_frame`).
+    #: figure, kind, published, ddlx, difference, verdict (`reproduce.model.TABLE_COLUMNS`).
     rows: list[dict[str, str]]
-    #: "[n] reason" for each figure not computed.
+    #: "[n] reason" for each figure not computed, or note on where a value was found.
     notes: list[str]
+    #: The verdicts totalled per kind (release counts, published figures).
     summary: str
 
 

@@ -1,5 +1,6 @@
-"""A `Reproduction` as the terminal, CSV and the report show it: one row per published figure with
-the published value, ddlx's value, the difference and the verdict."""
+"""A `Reproduction` as the terminal, CSV and the report show it: one row per figure with its kind
+(release count or published figure), the reference value, ddlx's value, the difference and the
+verdict, and the verdicts totalled per kind."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ from ddlx.reproduce.model import Reproduction, note_numbers
 
 #: Columns of the CSV (every field of a figure's result, in this order).
 CSV_COLUMNS = ("profile", "dataset", "id", "what", "source", "published", "unit", "value", "value_is_synthetic",
-               "difference", "verdict", "reason", "definition", "tolerance", "conflicts")
+               "difference", "verdict", "reason", "definition", "tolerance", "conflicts", "source_kind", "note")
 
 
 def verdict_summary(reproduction: Reproduction) -> str:
-    """E.g. "20 figures: 19 matches, 1 not computable yet"."""
-    counts = ", ".join(f"{n} {verdict}" for verdict, n in reproduction.counts().items())
-    return f"{len(reproduction.results)} figures: {counts}"
+    """The verdict totals per kind (`Reproduction.summary_text`), e.g. "21 figures: 19 release counts
+    (19 matches); 2 published figures (1 matches, 1 differs)"."""
+    return reproduction.summary_text()
 
 
 def reproduction_view(trace: str, reproduction: Reproduction) -> ReproductionView:

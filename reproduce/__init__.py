@@ -8,8 +8,12 @@ from ddlx.reproduce.model import (
     MATCHES,
     NOT_HERE,
     NOT_YET,
+    PUBLISHED,
+    RELEASE_COUNT,
+    SOURCE_KINDS,
     SYNTHETIC,
     FigureResult,
+    Finding,
     NotComputable,
     Profile,
     PublishedFigure,
@@ -23,7 +27,8 @@ from ddlx.reproduce.model import (
 from ddlx.reproduce.run import get_profile, profiles, profiles_for, reproduce, reproduce_on
 
 __all__ = [
-    "DIFFERS", "EXACT", "MATCHES", "NOT_HERE", "NOT_YET", "SYNTHETIC", "FigureResult", "NotComputable", "Profile",
+    "DIFFERS", "EXACT", "MATCHES", "NOT_HERE", "NOT_YET", "PUBLISHED", "RELEASE_COUNT", "SOURCE_KINDS", "SYNTHETIC",
+    "FigureResult", "Finding", "NotComputable", "Profile",
     "PublishedFigure", "Reproduction", "Tolerance", "get_profile", "profiles", "profiles_for", "reproduce",
     "reproduce_on", "require_jobs", "require_tables", "rounded", "within",
 ]

@@ -4,8 +4,14 @@ each with where it was published, its value and unit, the definition the paper u
 
 A figure's `compute` reads the catalog through a `TraceContext` (never raw files) and returns the
 value in the figure's unit, or raises `NotComputable` with the reason (the catalog lacks a table,
-the release lacks a field). A figure that no code can compute yet has no `compute` and says why in
-`pending`. Two figures that publish the same quantity differently name each other in `conflicts`.
+the release lacks a field), or a `Finding` (the value and a note on where it was found). A figure
+that no code can compute yet has no `compute` and says why in `pending`. Two figures that publish the
+same quantity differently name each other in `conflicts`.
+
+Each figure is of one `source_kind`: a *release count* is a value counted from the release files
+themselves (rows, sums, shares of a released table), a check that ddlx reads the release as written;
+a *published figure* is a value a paper or the trace's owners published (their tables, charts,
+summaries, simulator results), the reproduction proper. Verdicts are totalled per kind.
 """
 
 from __future__ import annotations
@@ -27,6 +33,14 @@ DIFFERS = "differs"
 NOT_HERE = "not computable here"
 NOT_YET = "not computable yet"
 SYNTHETIC = "SYNTHETIC (no verdict)"
+
+#: Kinds of a figure's reference value (`PublishedFigure.source_kind`), in the order totals list them.
+RELEASE_COUNT = "release count"
+PUBLISHED = "published figure"
+SOURCE_KINDS: dict[str, str] = {
+    RELEASE_COUNT: "counted from the release files themselves (not a value a paper or the owners published)",
+    PUBLISHED: "a value a paper or the trace's owners published",
+}
 
 
 class NotComputable(DdlxError):
@@ -96,10 +110,19 @@ def within(amount: float, why: str) -> Tolerance:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """A computed value with a `note` saying where it was found (e.g. the list and level of a
+    maximum); a figure's `compute` may return one instead of a bare number."""
+
+    value: float | None
+    note: str
+
+
+@dataclass(frozen=True)
 class PublishedFigure:
-    """One published number: `what` it is, `source` (paper table or figure, repository file),
-    `published` value in `unit`, the `definition` id the paper used, the `tolerance`, and how to
-    compute it from the catalog."""
+    """One reference number: `what` it is, `source` (paper table or figure, repository file,
+    release file), `published` value in `unit`, the `definition` id the paper used, the `tolerance`,
+    how to compute it from the catalog, and its `source_kind` (`RELEASE_COUNT` or `PUBLISHED`)."""
 
     id: str
     what: str
@@ -116,6 +139,14 @@ class PublishedFigure:
     #: Computed by an experiment that takes tens of seconds (`ddlx reproduce` runs it; an analysis
     #: lists it as not computed there).
     experiment: bool = False
+    #: `RELEASE_COUNT` for a value counted from the release files, `PUBLISHED` for one a paper or
+    #: the owners published (`SOURCE_KINDS`).
+    source_kind: str = PUBLISHED
+
+    def __post_init__(self) -> None:
+        if self.source_kind not in SOURCE_KINDS:
+            raise ValueError(f"figure '{self.id}': unknown source_kind '{self.source_kind}'; "
+                             f"expected one of: {', '.join(SOURCE_KINDS)}")
 
 
 @dataclass(frozen=True)
@@ -140,12 +171,14 @@ class Profile:
 @dataclass
 class FigureResult:
     """A figure beside ddlx's value: `verdict` one of matches, differs, not computable here/yet,
-    or SYNTHETIC (no verdict on a generated sample); `reason` says why a figure was not computed."""
+    or SYNTHETIC (no verdict on a generated sample); `reason` says why a figure was not computed,
+    `note` where a computed value was found (`Finding`)."""
 
     figure: PublishedFigure
     value: float | None
     verdict: str
     reason: str = ""
+    note: str = ""
 
     @property
     def difference(self) -> float | None:
@@ -161,6 +194,7 @@ class FigureResult:
             "value_is_synthetic": synthetic and self.value is not None,
             "difference": None if synthetic else self.difference,
             "verdict": self.verdict, "reason": self.reason, "conflicts": list(f.conflicts),
+            "source_kind": f.source_kind, "note": self.note,
         }
 
 
@@ -175,16 +209,30 @@ class Reproduction:
     results: list[FigureResult] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        """How many figures got each verdict."""
-        found: dict[str, int] = {}
-        for result in self.results:
-            found[result.verdict] = found.get(result.verdict, 0) + 1
-        return found
+        """How many figures got each verdict (both kinds together)."""
+        return _verdict_counts(self.results)
+
+    def counts_by_kind(self) -> dict[str, dict[str, int]]:
+        """Per source kind present (release counts first, then published figures): how many
+        figures of that kind got each verdict."""
+        return {kind: _verdict_counts([r for r in self.results if r.figure.source_kind == kind])
+                for kind in SOURCE_KINDS if any(r.figure.source_kind == kind for r in self.results)}
+
+    def summary_text(self) -> str:
+        """The verdict totals, each kind on its own: e.g. "21 figures: 19 release counts (19
+        matches); 2 published figures (1 matches, 1 differs)"."""
+        parts = []
+        for kind, counts in self.counts_by_kind().items():
+            n = sum(counts.values())
+            verdicts = ", ".join(f"{count} {verdict}" for verdict, count in counts.items())
+            parts.append(f"{n} {kind}{'s' if n != 1 else ''} ({verdicts})")
+        return f"{len(self.results)} figure{'s' if len(self.results) != 1 else ''}: {'; '.join(parts) or 'none'}"
 
     def table(self) -> pl.DataFrame:
-        """The table as shown: figure, published value with its unit, ddlx's value (labelled
-        SYNTHETIC on a generated sample), difference and verdict (a figure not computed points to its
-        reason, `[n]`, numbered by `note_numbers`)."""
+        """The table as shown: figure, kind (release count or published figure), reference value
+        with its unit, ddlx's value (labelled SYNTHETIC on a generated sample), difference and verdict
+        (a figure not computed points to its reason, a value found somewhere to its note, `[n]`,
+        numbered by `note_numbers`)."""
         rows = []
         notes = note_numbers(self)
         for result in self.results:
@@ -195,16 +243,18 @@ class Reproduction:
             difference = result.difference
             rows.append({
                 "figure": f.what + (f" (conflicts with {', '.join(f.conflicts)})" if f.conflicts else ""),
+                "kind": f.source_kind,
                 "published": published_text(f),
                 "ddlx": value,
                 "difference": "-" if difference is None or self.synthetic else number_text(difference, f),
-                "verdict": result.verdict + (f" [{notes[result.reason]}]" if result.reason in notes else ""),
+                "verdict": result.verdict + (f" [{notes[_note_of(result)]}]" if _note_of(result) in notes else ""),
             })
         return pl.DataFrame(rows, schema={k: pl.String for k in TABLE_COLUMNS})
 
     def frame(self) -> pl.DataFrame:
         """One row per figure, as numbers: id, what, published, unit, value (ddlx's), difference (None
-        on a SYNTHETIC sample), verdict, reason, source, definition, tolerance."""
+        on a SYNTHETIC sample), verdict, reason, source, definition, tolerance, source_kind (release
+        count or published figure) and note (where a value was found)."""
         rows = [{k: row[k] for k in FRAME_COLUMNS} for row in self.to_dict()["figures"]]
         return pl.DataFrame(rows, schema={k: (pl.Float64 if k in ("published", "value", "difference") else pl.String)
                                           for k in FRAME_COLUMNS})
@@ -212,37 +262,42 @@ class Reproduction:
     def __repr__(self) -> str:
         from ddlx import display
 
-        counts = ", ".join(f"{n} {verdict}" for verdict, n in self.counts().items())
-        lines = [f"{row['figure']}: ddlx {row['ddlx']}, published {row['published']} ({row['verdict']})"
+        lines = [f"{row['figure']}: ddlx {row['ddlx']}, {row['kind']} {row['published']} ({row['verdict']})"
                  for row in self.table().iter_rows(named=True)]
-        return display.text_lines(f"Reproduction of {self.profile.name} on {self.dataset}: {len(self.results)} "
-                                  f"figures ({counts})", lines, self.synthetic)
+        return display.text_lines(f"Reproduction of {self.profile.name} on {self.dataset}: {self.summary_text()}",
+                                  lines, self.synthetic)
 
     def _repr_html_(self) -> str:
         from ddlx import display
 
-        counts = ", ".join(f"{n} {verdict}" for verdict, n in self.counts().items())
         notes = "".join(f"<div>{display.escape(f'[{n}] {reason}')}</div>" for reason, n in note_numbers(self).items())
         return display.block_html(f"{self.profile.name}: {self.profile.paper}",
                                   [display.frame_html(self.table(), max_rows=200), notes], self.synthetic,
-                                  subtitle=f"dataset {self.dataset}; {len(self.results)} figures: {counts}; "
-                                           "as numbers: .frame()")
+                                  subtitle=f"dataset {self.dataset}; {self.summary_text()}; as numbers: .frame()")
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": "ddlx-reproduction/1",
             "profile": self.profile.name, "paper": self.profile.paper, "dataset": self.dataset,
             "synthetic": self.synthetic, "data_home": self.home, "verdicts": self.counts(),
+            "verdicts_by_kind": self.counts_by_kind(),
             "figures": [r.to_dict(self.synthetic) for r in self.results],
             "definitions": {d.id: d.text for d in self.profile.definitions},
         }
 
 
-#: Columns of `Reproduction.table()`, the reproduction as printed.
-TABLE_COLUMNS = ("figure", "published", "ddlx", "difference", "verdict")
+def _verdict_counts(results: list[FigureResult]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for result in results:
+        found[result.verdict] = found.get(result.verdict, 0) + 1
+    return found
+
+
+#: Columns of `Reproduction.table()`, the reproduction as printed (`kind`: release count or published figure).
+TABLE_COLUMNS = ("figure", "kind", "published", "ddlx", "difference", "verdict")
 #: Columns of `Reproduction.frame()`, the reproduction as numbers.
 FRAME_COLUMNS = ("id", "what", "published", "unit", "value", "difference", "verdict", "reason", "source",
-                 "definition", "tolerance")
+                 "definition", "tolerance", "source_kind", "note")
 
 
 def published_decimals(figure: PublishedFigure) -> int:
@@ -271,7 +326,14 @@ def number_text(value: float | None, figure: PublishedFigure) -> str:
     return f"{value:,.{places}f}"
 
 
+def _note_of(result: FigureResult) -> str:
+    """What a row's `[n]` points to: why the figure was not computed, else where its value was found
+    (on a SYNTHETIC sample only the latter: the sample's reason is the table's banner)."""
+    return result.note if result.verdict == SYNTHETIC else (result.reason or result.note)
+
+
 def note_numbers(reproduction: Reproduction) -> dict[str, int]:
-    """Each distinct reason a figure was not computed, numbered in order of first use."""
-    reasons = [r.reason for r in reproduction.results if r.reason and r.verdict != SYNTHETIC]
+    """Each distinct reason a figure was not computed, or note on where a value was found,
+    numbered in order of first use (a SYNTHETIC sample's values keep their notes, not its reason)."""
+    reasons = [_note_of(r) for r in reproduction.results if _note_of(r)]
     return {reason: n for n, reason in enumerate(dict.fromkeys(reasons), 1)}

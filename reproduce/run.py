@@ -22,6 +22,7 @@ from ddlx.reproduce.model import (
     NOT_YET,
     SYNTHETIC,
     FigureResult,
+    Finding,
     NotComputable,
     Profile,
     PublishedFigure,
@@ -109,12 +110,15 @@ def _result(ctx: TraceContext, figure: PublishedFigure, experiments: bool) -> Fi
         raw = figure.compute(ctx)
     except NotComputable as exc:
         return FigureResult(figure, None, NOT_HERE, str(exc))
+    note = ""
+    if isinstance(raw, Finding):
+        raw, note = raw.value, raw.note
     if raw is None or (isinstance(raw, float) and not math.isfinite(raw)):
         return FigureResult(figure, None, NOT_HERE, "no value: the data holds no record this figure counts")
     value = float(raw)
     if ctx.synthetic:
-        return FigureResult(figure, value, SYNTHETIC, "computed on a SYNTHETIC sample, not the real trace")
+        return FigureResult(figure, value, SYNTHETIC, "computed on a SYNTHETIC sample, not the real trace", note)
     if figure.published is None:
-        return FigureResult(figure, value, NOT_YET, figure.pending or "no published value to compare with")
+        return FigureResult(figure, value, NOT_YET, figure.pending or "no published value to compare with", note)
     verdict = MATCHES if figure.tolerance.matches(figure.published, value) else DIFFERS
-    return FigureResult(figure, value, verdict)
+    return FigureResult(figure, value, verdict, note=note)

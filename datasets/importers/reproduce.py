@@ -2,14 +2,15 @@
 Microsoft ITP traces released with ElasticFlow, imported with `--preset itp`).
 
 The figures read the canonical jobs of the imported dataset (`<name>_jobs`), named `itp` unless
-`ddlx reproduce --dataset` says otherwise.
+`ddlx reproduce --dataset` says otherwise. All three are release counts: counted from the released
+archive itself, not published by the paper.
 """
 
 from __future__ import annotations
 
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
-from ddlx.reproduce.model import EXACT, Profile, PublishedFigure, require_jobs, rounded
+from ddlx.reproduce.model import EXACT, RELEASE_COUNT, Profile, PublishedFigure, require_jobs, rounded
 
 _SOURCE = "release file raw-traces.tar.gz (microsoft/elasticflow-traces), its ten clusterNN.csv files"
 
@@ -39,11 +40,12 @@ PROFILES: tuple[Profile, ...] = (
         get_data="Import the archive: ddlx datasets import itp --preset itp --from raw-traces.tar.gz.",
         figures=(
             PublishedFigure("jobs", "jobs", _SOURCE, 69351, "jobs", "paper.itp_elasticflow.jobs", EXACT,
-                            lambda ctx: _jobs(ctx, "count(*)")),
+                            lambda ctx: _jobs(ctx, "count(*)"), source_kind=RELEASE_COUNT),
             PublishedFigure("clusters", "clusters", _SOURCE, 10, "clusters", "paper.itp_elasticflow.jobs", EXACT,
-                            lambda ctx: _jobs(ctx, "count(DISTINCT cluster)")),
+                            lambda ctx: _jobs(ctx, "count(DISTINCT cluster)"), source_kind=RELEASE_COUNT),
             PublishedFigure("gpu_hours", "GPU-hours", _SOURCE, 1632719.7, "GPU-hours", "paper.itp_elasticflow.jobs",
-                            rounded(1), lambda ctx: _jobs(ctx, "sum(num_gpus * run_s) / 3600.0")),
+                            rounded(1), lambda ctx: _jobs(ctx, "sum(num_gpus * run_s) / 3600.0"),
+                            source_kind=RELEASE_COUNT),
         ),
         definitions=DEFINITIONS,
     ),

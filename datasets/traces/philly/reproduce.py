@@ -1,7 +1,8 @@
 """Published figures of the Microsoft Philly trace (profile `philly-atc19`): the job log and machine
 list released with the ATC'19 paper, the final-status mix of its GPU jobs, and the GPU time by final
 status, which is published twice with different processing (each set is its own figures, naming the
-other in `conflicts`).
+other in `conflicts`). The job log's and the machine list's counts are release counts, counted from
+the released files; the status mix and GPU time are figures the paper and AcmeTrace published.
 
 Counts read the stored tables `philly_job_log`, `philly_attempts` (one row per attempt, UTC times),
 the canonical jobs `philly_jobs` and `philly_machine_list`; a figure whose table is not in the
@@ -13,7 +14,15 @@ from __future__ import annotations
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.datasets.traces.philly.reader import ATTEMPTS_TABLE, JOB_LOG, MACHINE_LIST
-from ddlx.reproduce.model import EXACT, Profile, PublishedFigure, require_jobs, require_tables, rounded
+from ddlx.reproduce.model import (
+    EXACT,
+    RELEASE_COUNT,
+    Profile,
+    PublishedFigure,
+    require_jobs,
+    require_tables,
+    rounded,
+)
 
 _PAPER = ("Jeon et al., \"Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN Training Workloads\", "
           "USENIX ATC 2019 (Microsoft Philly trace)")
@@ -121,7 +130,8 @@ def _machines(ctx: TraceContext, select: str) -> float | None:
 
 
 def _count(figure_id: str, what: str, published: int, unit: str, compute) -> PublishedFigure:
-    return PublishedFigure(figure_id, what, _RELEASE, published, unit, _D + "job_log", EXACT, compute)
+    return PublishedFigure(figure_id, what, _RELEASE, published, unit, _D + "job_log", EXACT, compute,
+                           source_kind=RELEASE_COUNT)
 
 
 _ACME_COLUMN = {"pass": "complete", "killed": "cancel", "failed": "fail"}
@@ -184,9 +194,11 @@ PROFILES: tuple[Profile, ...] = (
             *_status_figures(),
             *_gpu_time_figures(),
             PublishedFigure("machines", "machines in the machine list", _MACHINES, 552, "machines",
-                            _D + "machine_list", EXACT, lambda ctx: _machines(ctx, "count(*)")),
+                            _D + "machine_list", EXACT, lambda ctx: _machines(ctx, "count(*)"),
+                            source_kind=RELEASE_COUNT),
             PublishedFigure("machine_list_gpus", "GPUs in the machine list", _MACHINES, 2490, "GPUs",
-                            _D + "machine_list", EXACT, lambda ctx: _machines(ctx, "coalesce(sum(num_gpus), 0)")),
+                            _D + "machine_list", EXACT, lambda ctx: _machines(ctx, "coalesce(sum(num_gpus), 0)"),
+                            source_kind=RELEASE_COUNT),
         ),
         definitions=DEFINITIONS,
     ),
