@@ -224,6 +224,12 @@ POD_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phas
 #   t=200: n0 [800,1000] 2 cores: C, E (cores), D (model), F, G -> 5 x 1800 = 9000; n1 4000 -> 13000 / 7
 #   t=250: n0 empty: D, F, G -> 6000; n1 4000 -> 10000 / 7;  t=300: n0 full -> 0; n1 4000 -> 4000 / 7;
 #   t=350, 400: 10000 / 7
+# The same measure against the GPU pods' classes alone (A-E, one pod each: 4 of 5 < 95 %, all kept, each
+# p = 1/5), the terms of F and G left out of the sums above:
+#   t=10, 15: n0 D 2000; n1 B, C, D, E 4 x 500 -> 4000 / 5;  t=20: n0 300 + 300 + 1300 + 1300 + 0 = 3200,
+#   n1 2000 -> 5200 / 5;  t=40, 50: n0 5 x 1100 = 5500, n1 2000 -> 7500 / 5;  t=100: n1 C, E 2000, n0 5500
+#   -> 7500 / 5;  t=200: n0 C, D, E 3 x 1800 = 5400, n1 2000 -> 7400 / 5;  t=250: n0 D 2000, n1 2000 -> 4000 / 5;
+#   t=300: n1 2000 / 5;  t=350, 400: 4000 / 5
 # Free GPUs: t=10,15: 2.5; t=20: 1.8; t=40,50: 1.6; t=100: 2.1; t=200: 2.8; t=250: 3; t=300: 1; 350,400: 3
 V2023_FIXTURE: dict[str, list[str]] = {
     "openb_node_list_all_node.csv": [
@@ -246,6 +252,7 @@ V2023_FIXTURE: dict[str, list[str]] = {
 EVENT_TIMES = [10, 15, 20, 40, 50, 100, 200, 250, 300, 350, 400]
 FRAGMENTED = [0, 0, 0, 1.1, 1.1, 1.1, 0, 0, 0, 0, 0]
 EXPECTED = [m / 7000 for m in (9000, 9000, 8800, 10700, 10700, 11700, 13000, 10000, 4000, 10000, 10000)]
+EXPECTED_GPU_PODS = [m / 5000 for m in (4000, 4000, 5200, 7500, 7500, 7500, 7400, 4000, 2000, 4000, 4000)]
 FREE = [2.5, 2.5, 1.8, 1.6, 1.6, 2.1, 2.8, 3.0, 1.0, 3.0, 3.0]
 RUNNING = [1, 2, 3, 4, 4, 3, 2, 1, 2, 1, 0]
 
@@ -267,6 +274,7 @@ def test_v2023_replay_series_matches_the_hand_replay(v2023_home: Path) -> None:
     assert series["pods_running"].to_list() == RUNNING
     assert series["fragmented_gpus"].to_list() == pytest.approx(FRAGMENTED)
     assert series["expected_fragmented_gpus"].to_list() == pytest.approx(EXPECTED)
+    assert series["expected_fragmented_gpus_gpu_pods"].to_list() == pytest.approx(EXPECTED_GPU_PODS)
     assert series["free_gpus"].to_list() == pytest.approx(FREE)
     at_40 = series.filter(pl.col("t_s") == 40).to_dicts()[0]
     # n0 GPU1 whole; partial: n0 GPU0 100 + n1 GPU0 500 milli
@@ -315,6 +323,8 @@ def test_v2023_replay_time_weighted_means_and_outcomes(v2023_home: Path) -> None
     # n1 contributes 3000 / 7 milli from 10 to 100 s and 4000 / 7 from 100 to 400 s (derived above).
     assert by_model["V100M16"]["mean_expected_fragmented_gpus"] == pytest.approx((90 * 3 + 300 * 4) / 7 / 390)
     assert result.finding("expected_fragmented_gpus_mean").value == pytest.approx(mean(EXPECTED))
+    assert overall["mean_expected_fragmented_gpus_gpu_pods"] == pytest.approx(mean(EXPECTED_GPU_PODS))
+    assert result.finding("expected_fragmented_gpus_gpu_pods_mean").value == pytest.approx(mean(EXPECTED_GPU_PODS))
     pods = _rows(result.table("fragmentation_pods"), "outcome")
     assert {k: (v["pods"], v["gpu_pods"]) for k, v in pods.items()} == {
         "placed": (5, 4), "unplaced": (1, 0), "never scheduled": (1, 1)}
