@@ -17,7 +17,7 @@ of `ddlx.errors` with the one-line message the command line prints.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from ddlx.frames import Frame, frame
 
 if TYPE_CHECKING:
-
     from ddlx.analysis.model import AnalysisResult
+    from ddlx.analysis.options import AnalysisOptions
     from ddlx.datasets.export.model import ExportResult
     from ddlx.predict.artifacts import Predictor
     from ddlx.predict.models import TrainResult
@@ -116,9 +116,10 @@ class Catalog:
     # -- what ddlx computes ----------------------------------------------------------------------
 
     def analyze(self, name: str, modules: Sequence[str] | None = None, synthetic: bool = False,
-                options: dict[str, Any] | None = None, cache: bool = True) -> AnalysisResult:
+                options: AnalysisOptions | Mapping[str, Any] | None = None, cache: bool = True) -> AnalysisResult:
         """The characterization modules (default: all) on `name`, as `ddlx analyze`; `options` are
-        the modules' settings (e.g. `{"resolution_s": 600}`), `cache` False computes everything."""
+        the modules' settings (`AnalysisOptions`, or a dict of them such as `{"resolution_s": 600}`;
+        an unknown name or a bad value is a `UsageError`), `cache` False computes everything."""
         from ddlx.analysis.runner import resolve_modules, run_analysis
 
         chosen = resolve_modules(modules)

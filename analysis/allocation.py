@@ -40,12 +40,11 @@ from ddlx.analysis.fast import bins as fast_bins
 from ddlx.analysis.fast import steps as fast_steps
 from ddlx.analysis.model import ModuleResult, held_to_end_text
 from ddlx.analysis.sql import MICRO, allocated_jobs_where, allocation_events_sql, local_time_sql, trace_end_sql
-from ddlx.errors import DdlxError
 
 if TYPE_CHECKING:
     from ddlx.analysis.engines import Engine
 
-#: Default step of the allocation time series, seconds (`ctx.options["resolution_s"]` overrides it).
+#: Default step of the allocation time series, seconds (the option `resolution_s` overrides it).
 DEFAULT_RESOLUTION_S = 3600
 
 #: Largest allocation series written at the chosen step (groups x bins); a finer series is written
@@ -140,7 +139,7 @@ def trace_start_sql(ctx: TraceContext) -> str:
 #: of the submission times to the (1 + ACTIVE_SHARE) / 2 quantile.
 ACTIVE_SHARE = 0.99
 
-#: The analysis options naming the window allocation figures are taken over (`window` option).
+#: The values of the option `window`, naming the window allocation figures are taken over (the first is the default).
 WINDOWS: tuple[str, ...] = ("trace", "active")
 
 
@@ -165,10 +164,7 @@ def active_window(ctx: TraceContext) -> Window | None:
 def observation_window(ctx: TraceContext) -> Window | None:
     """The window allocation figures are taken over: the whole trace, or with the option
     `window` = `active` its active window; None when no job has a time."""
-    choice = ctx.options.get("window", "trace")
-    if choice not in WINDOWS:
-        raise DdlxError(f"window must be one of {', '.join(WINDOWS)}, not {choice!r}")
-    return active_window(ctx) if choice == "active" else trace_window(ctx)
+    return active_window(ctx) if ctx.options.window == "active" else trace_window(ctx)
 
 
 def _select_groups(groups: Sequence[str], alias: str = "") -> str:
@@ -270,7 +266,7 @@ def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> st
             return fast_steps.summed_steps(ctx, groups, changes, jobs)
         return fast_steps.summed_both_ways(ctx, groups, changes, held, both_ways, held_jobs)
 
-    return ctx.product(sql, "ddlx_steps_" + ("_".join(groups) or "all"), fast)
+    return ctx.catalog.product(sql, "ddlx_steps_" + ("_".join(groups) or "all"), fast)
 
 
 def materialized(ctx: TraceContext, sql: str, stem: str) -> AbstractContextManager[str]:
@@ -425,7 +421,7 @@ def allocation_bins(ctx: TraceContext, groups: Sequence[str], resolution_s: int,
         return pl.from_arrow(engine.query(partials_sql, "allocation sweep"))  # type: ignore[return-value]
 
     try:
-        parts = (ctx.cache.frames("allocation_partials", [intervals, partials_sql], reduce)
+        parts = (ctx.kept.cache.frames("allocation_partials", [intervals, partials_sql], reduce)
                  if engine.name == DuckDBEngine.name else reduce())
     finally:
         if own:
@@ -535,7 +531,7 @@ def allocation_vs_capacity(ctx: TraceContext, groups: Sequence[str] = ("cluster"
                                                          (last_name, pieces_name)))
 
     described = _allocation_vs_capacity_sql(ctx, groups, window, integrable_steps_sql(ctx, groups, window))
-    return ctx.cache.frames("allocation_vs_capacity", [described], compute)
+    return ctx.kept.cache.frames("allocation_vs_capacity", [described], compute)
 
 
 def _allocation_vs_capacity_sql(ctx: TraceContext, groups: Sequence[str], window: Window, steps: str,
@@ -637,26 +633,12 @@ def _started_gpu_jobs(ctx: TraceContext) -> dict[str, int]:
                            WHERE start_time IS NOT NULL AND num_gpus > 0""")
 
 
-def _resolution(ctx: TraceContext) -> int:
-    """`ctx.options["resolution_s"]` (a positive whole number of seconds), else the default."""
-    value = ctx.options.get("resolution_s")
-    if value is None:
-        return DEFAULT_RESOLUTION_S
-    try:
-        resolution = int(value)
-    except (TypeError, ValueError):
-        resolution = 0
-    if resolution <= 0 or resolution != float(value):
-        raise DdlxError(f"resolution_s must be a positive whole number of seconds, not {value!r}")
-    return resolution
-
-
 def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
     """Add capacity and allocation's tables and findings to `result` (module `utilization`), or
     record why a part does not apply. `MAX_SERIES_ROWS` bounds each allocation series (see
     `fitting_resolution`); it is read at each run, so a caller can lower it."""
     max_rows = MAX_SERIES_ROWS
-    resolution = _resolution(ctx)
+    resolution = ctx.options.resolution_s
     source = preferred_capacity_source(ctx)
     cap_defs = tuple(f"capacity.{s}" for s in capacity_sources(ctx))
     base = ("utilization.allocated_gpus", "utilization.allocated_gpus_binned")
@@ -675,7 +657,7 @@ def analyze_allocation(ctx: TraceContext, result: ModuleResult) -> None:
         result.skip("allocated GPUs over time", "no GPU job of the trace has started")
         return
 
-    in_active = ctx.options.get("window", "trace") == "active"
+    in_active = ctx.options.window == "active"
     over = ("over the whole trace" if not in_active else
             f"over the active window ({(window.hi - window.lo) / 86400:,.1f} days holding {ACTIVE_SHARE:.0%} of "
             "the submissions)")

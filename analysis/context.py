@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import re
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import polars as pl
 
 from ddlx.analysis.cache import ResultCache
-from ddlx.analysis.fast import fast_paths
+from ddlx.analysis.connection import CatalogConnection
+from ddlx.analysis.engines import Engine, RunEngine
+from ddlx.analysis.kept import KeptResults
 from ddlx.datasets import catalog
 from ddlx.datasets.canonical import VIEWS, jobs_table_name
 from ddlx.datasets.importers import has_wall_clock, starts_recorded
@@ -35,56 +34,8 @@ from ddlx.errors import CatalogError, did_you_mean, first_line
 if TYPE_CHECKING:
     import pyarrow as pa
 
-T = TypeVar("T")
+    from ddlx.analysis.options import AnalysisOptions
 
-
-class OnceResults:
-    """Results computed once per run (`TraceContext.once`), shared by the run's connections: a
-    result another thread is computing is waited for, never computed twice at once. Should that
-    thread fail, a waiting one computes it itself."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._results: dict[str, Any] = {}
-        self._computing: dict[str, threading.Event] = {}
-
-    def get(self, key: str, compute: Callable[[], T]) -> T:
-        """The result under `key`, from `compute()` at the first call."""
-        while True:
-            with self._lock:
-                if key in self._results:
-                    return self._results[key]
-                computing = self._computing.get(key)
-                if computing is None:
-                    computing = self._computing[key] = threading.Event()
-                    break
-            computing.wait()
-        try:
-            value = compute()
-            with self._lock:
-                self._results[key] = value
-            return value
-        finally:
-            with self._lock:
-                del self._computing[key]
-            computing.set()
-
-    def clear(self) -> None:
-        """Let go of every result held (a run that ended)."""
-        with self._lock:
-            self._results.clear()
-
-    def holds(self, key: str) -> bool:
-        """True when a result is held under `key`."""
-        with self._lock:
-            return key in self._results
-
-    def offer(self, key: str, value: Any) -> None:
-        """Hold `value` under `key` unless a result is held or being computed there (one pass that
-        computes two results offers the second)."""
-        with self._lock:
-            if key not in self._results and key not in self._computing:
-                self._results[key] = value
 
 #: The zone used for hours and weekdays when a trace has none (its times are offsets from an undisclosed start).
 FALLBACK_TZ = "UTC"
@@ -93,24 +44,39 @@ FALLBACK_TZ = "UTC"
 NO_WALL_CLOCK = "the trace's times are offsets from an undisclosed start: they have no time of day or weekday"
 
 
+def _default_options() -> AnalysisOptions:
+    """Every option at its default (`AnalysisOptions` names the modules' defaults, so it is imported
+    once they are)."""
+    from ddlx.analysis.options import AnalysisOptions
+
+    return AnalysisOptions()
+
+
 @dataclass
 class TraceContext:
-    """One trace of one catalog, open for queries.
+    """One trace of one catalog, open for the analysis modules: what the trace is (the fields), and
+    the parts of the run a module uses, each its own concern:
+
+    - `catalog` (`CatalogConnection`): the connection, its queries, temporary tables, registered
+      frames and the run's products; `query`, `one_row`, `execute`, `arrow`, `registered`,
+      `materialized` and `con` here are the catalog's;
+    - `kept` (`KeptResults`): results computed once per run (`kept.once`) and kept between runs
+      (`kept.cache`);
+    - `engine()` (`RunEngine`): where the reductions that grow with the data run;
+    - `options` (`AnalysisOptions`): the caller's settings, typed, with their defaults.
 
     `tables` are the catalog's tables and views of this trace; `source_tz` the IANA zone of its
     local wall clock; `has_wall_clock` False when its times are offsets from an undisclosed start
     (see `TraceInfo.wall_clock`), so that hours of day and weekdays mean nothing; `has_calendar_dates`
     False also when only the dates are not real (`TraceInfo.calendar_dates`). `unlogged_ends`: the
     kinds of record whose started records without an end are ends that were not logged, so they
-    are left out (`holds_open`; `TraceInfo.unlogged_ends`).
-    `views` are the canonical views the trace publishes, open under their names; `info` the release
-    facts of a registered trace (None for an imported dataset). `options` are the caller's settings
-    for the modules (e.g. `resolution_s`, the step of utilisation time series).
+    are left out (`holds_open`; `TraceInfo.unlogged_ends`). `info` the release facts of a
+    registered trace (None for an imported dataset).
     """
 
     home: Path
     trace: str
-    con: duckdb.DuckDBPyConnection
+    catalog: CatalogConnection
     tables: set[str]
     synthetic: bool
     source_tz: str | None
@@ -120,9 +86,8 @@ class TraceContext:
     starts_recorded: bool = True
     unlogged_ends: set[str] = field(default_factory=set)
     provenance: dict[str, Any] = field(default_factory=dict)
-    views: set[str] = field(default_factory=set)
     info: TraceInfo | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: AnalysisOptions = field(default_factory=_default_options)
     #: How an imported dataset was read (the manifest's `adapter_options`): its canonical views.
     import_options: dict[str, Any] = field(default_factory=dict)
     #: False while the modules run in two lanes (`ddlx.analysis.runner`): a lane's sorts in memory
@@ -130,31 +95,23 @@ class TraceContext:
     sorts_in_parallel: bool = True
     #: Closes the connection and lets go of the store versions it holds (`catalog.reading`).
     held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
-    #: The reduction engine, once a module asked for it (`engine`).
-    _engine: Any = field(default=None, repr=False)
-    #: Results computed once per run and read by several parts (`once`), on either connection.
-    _computed: OnceResults = field(default_factory=OnceResults, repr=False)
-    #: Results kept between runs on this store version (`query(keep=...)`, `once(keep=True)`).
-    cache: ResultCache = field(default_factory=lambda: ResultCache(None), repr=False)
-    #: Temporary tables of catalog queries (`materialized`) and the run's products (`product`):
-    #: name -> its query.
-    _materialized: dict[str, str] = field(default_factory=dict, repr=False)
-    #: Those of them made on the connection so far.
-    _made: set[str] = field(default_factory=set, repr=False)
-    #: The products declared on this connection: name -> how its rows are found faster (`product`'s `fast`).
-    _products: dict[str, Callable[[], Any] | None] = field(default_factory=dict, repr=False)
+    #: The reduction engine of this connection, opened when a module asks for it (`engine`).
+    _engine: RunEngine = field(default_factory=RunEngine, repr=False)
     #: False for a `second_connection`, which shares the results computed once with this context.
     _opened_trace: bool = field(default=True, repr=False)
 
-    def engine(self) -> Any:
-        """The engine the reductions run on (`ddlx.analysis.engines.engine_for` of `options`): DuckDB
+    @property
+    def kept(self) -> KeptResults:
+        """The run's results computed once and kept between runs (shared by its connections)."""
+        return self.catalog.kept
+
+    def engine(self) -> Engine:
+        """The engine the reductions run on (`ddlx.analysis.engines.engine_for` the options): DuckDB
         on this connection by default. Opened at the first call and shared by every module of the
         run (one Spark session), closed with the context."""
-        if self._engine is None:
-            from ddlx.analysis.engines import engine_for
+        return self._engine.get(self.options, self.con)
 
-            self._engine = engine_for(self.options, self.con)
-        return self._engine
+    # -- what the trace is -----------------------------------------------------------------------
 
     @property
     def jobs(self) -> str:
@@ -190,7 +147,7 @@ class TraceContext:
 
     def has_view(self, *views: str) -> bool:
         """True when the trace publishes every one of the canonical `views` (names of `VIEWS`)."""
-        return all(view in self.views for view in views)
+        return all(view in self.catalog.views for view in views)
 
     def holds_open(self, kind: str) -> bool:
         """True when started records of `kind` (job, instance, ...) without an end are held to the
@@ -214,234 +171,70 @@ class TraceContext:
         """How prose names the trace (its release label; an imported dataset by its name)."""
         return (self.info.label if self.info else "") or self.trace
 
+    # -- the catalog's, as most modules use them ---------------------------------------------------
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection of `catalog`."""
+        return self.catalog.con
+
     def query(self, sql: str, keep: str | None = None) -> pl.DataFrame:
-        """Run `sql` on the catalog; `CatalogError` with DuckDB's first line when it fails.
-
-        `keep` names a result worth keeping between runs (`ddlx.analysis.cache`), found again by
-        its text: `sql` must then read only the catalog's tables and views (and tables of catalog
-        queries, `materialized`), never another temporary table or frame of the run (`ValueError`,
-        a bug in the caller). Without `keep`, such a query with a small result is kept under its
-        text (`ResultCache.small_result`); one that reads the run's own tables or frames is not."""
-        return self.computed(sql, lambda: self._run(sql), keep)
-
-    def computed(self, sql: str, compute: Callable[[], pl.DataFrame], keep: str | None = None) -> pl.DataFrame:
-        """The result of the catalog query `sql`, computed by `compute()`: a faster way to the same
-        rows, which `sql` still defines and names when the result is kept (under `keep` as `query`
-        keeps it, else as `query` keeps a small result of the catalog); the queries `compute` runs
-        are not kept on their own."""
-        if keep:
-            key = self._catalog_key(sql)
-            if key is None:
-                used = [name for name in self._run_objects_in(sql) if name not in self._materialized]
-                raise ValueError(f"a kept query cannot read {', '.join(used)}: not the catalog's")
-            return self.cache.frames(keep, key, compute)
-
-        def run() -> pl.DataFrame:
-            self.cache.computing += 1
-            try:
-                return compute()
-            finally:
-                self.cache.computing -= 1
-
-        if self.cache.keeping:
-            key = self._catalog_key(sql)
-            if key is not None:
-                return self.cache.small_result(key, run)
-        return run()
-
-    def _catalog_key(self, sql: str) -> list[str] | None:
-        """What the result of `sql` depends on beyond the data and ddlx: its text and the queries of
-        the `materialized` tables it reads; None when it reads another object of the run."""
-        used = self._run_objects_in(sql)
-        if any(name not in self._materialized for name in used):
-            return None
-        return [sql, *(f"{name} AS {self._materialized[name]}" for name in used)]
-
-    @contextlib.contextmanager
-    def materialized(self, sql: str, name: str) -> Iterator[str]:
-        """The catalog query `sql` as the temporary table `name` within the block, for several
-        results to read; yields `name`. The table is made when a statement first reads it, so a
-        run whose results of it are all kept never makes it; those results are kept under their
-        text and `sql`. `ValueError` when `sql` itself reads an object of the run."""
-        self._declare(sql, name)
-        try:
-            yield name
-        finally:
-            del self._materialized[name]
-            if name in self._made:
-                self._made.discard(name)
-                self.execute(f"DROP TABLE IF EXISTS {name}")
-
-    def product(self, sql: str, stem: str, fast: Callable[[], pa.Table | str | None] | None = None) -> str:
-        """A named product of the run: the rows of the catalog query `sql`, which results of several
-        modules read under the returned name (`stem` and a digest of `sql`: one query, one
-        product). It is made when a statement first reads it, whichever module and connection that
-        is, so the modules do not depend on the order they run in. `sql` defines the rows (and
-        names them in the keys of results read from them); without a faster way, each connection
-        that reads the product makes it as a temporary table of `sql` (a run on two connections
-        has traces small enough for `fast`).
-
-        `fast()`, when fast paths are on (`ddlx.analysis.fast`), gives the same rows another way,
-        computed once for the run and shared by its connections: an Arrow table (held in memory and
-        registered on each connection that reads it), or a cheaper query with the same rows (e.g. of
-        another product, a view on each connection); None leaves them to `sql`."""
-        name = f"{stem}_{hashlib.sha256(sql.encode()).hexdigest()[:12]}"
-        if name not in self._materialized:
-            self._declare(sql, name)
-            self._products[name] = fast
-        return name
-
-    def product_computed(self, name: str) -> bool:
-        """True when the rows of the product `name` are computed for the run (on any connection)."""
-        return self._computed.holds(f"product {name}")
-
-    def offer_product(self, name: str, rows: pa.Table) -> None:
-        """`rows` as the fast rows of the product `name` (`product`), found by another product's
-        `fast` in the same pass; kept unless the run has them or is computing them."""
-        self._computed.offer(f"product {name}", rows)
-
-    def _make_product(self, name: str) -> None:
-        """Make the product `name` on this connection: its fast rows (computed once for the run),
-        else a temporary table of its query."""
-        fast = self._products[name]
-        rows = self._computed.get(f"product {name}", fast) if fast is not None and fast_paths() else None
-        if isinstance(rows, str):
-            self.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {rows}")
-        elif rows is not None:
-            self.con.register(name, rows)
-        else:
-            self.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {self._materialized[name]}")
-
-    def _declare(self, sql: str, name: str) -> None:
-        if self._catalog_key(sql) is None:
-            raise ValueError(f"{name}: a materialized query must read only the catalog")
-        self._materialized[name] = sql
-
-    def _make_read_tables(self, sql: str) -> None:
-        """Make the `materialized` tables `sql` reads that are not made yet."""
-        for name, query in list(self._materialized.items()):
-            if name not in self._made and _names(name, sql):
-                self._made.add(name)
-                try:
-                    if name in self._products:
-                        self._make_product(name)
-                    else:
-                        self.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {query}")
-                except BaseException:
-                    self._made.discard(name)
-                    raise
-
-    def _run(self, sql: str) -> pl.DataFrame:
-        """The result of `sql` on the connection; `CatalogError` when it fails."""
-        self._make_read_tables(sql)
-        try:
-            return self.con.sql(sql).pl()
-        except duckdb.Error as exc:
-            raise self._failed(exc) from None
-
-    def batches(self, sql: str, rows: int) -> Iterator[pa.RecordBatch]:
-        """The rows of `sql` as Arrow record batches of up to `rows` rows, streamed (a sorted result
-        is read in order without being held whole); errors as `query`."""
-        self._make_read_tables(sql)
-        try:
-            reader = self.con.sql(sql).to_arrow_reader(rows)
-        except duckdb.Error as exc:
-            raise self._failed(exc) from None
-        with reader:
-            while True:
-                try:
-                    batch = reader.read_next_batch()
-                except StopIteration:
-                    return
-                except duckdb.Error as exc:
-                    raise self._failed(exc) from None
-                yield batch
-
-    @contextlib.contextmanager
-    def registered(self, frame: pl.DataFrame | pa.Table, name: str) -> Iterator[str]:
-        """`frame` as the view `name` of the connection within the block (an object of the run,
-        never kept); yields `name`."""
-        self.con.register(name, frame)
-        try:
-            yield name
-        finally:
-            self.con.unregister(name)
-
-    def arrow(self, sql: str) -> pa.Table:
-        """The whole result of `sql` as an Arrow table, never kept (for rows taken on in memory);
-        errors as `query`."""
-        self._make_read_tables(sql)
-        try:
-            return self.con.sql(sql).to_arrow_table()
-        except duckdb.Error as exc:
-            raise self._failed(exc) from None
-
-    def execute(self, sql: str) -> None:
-        """Run a statement that returns nothing to keep (e.g. CREATE TEMP TABLE); errors as `query`."""
-        self._make_read_tables(sql)
-        try:
-            self.con.execute(sql)
-        except duckdb.Error as exc:
-            raise self._failed(exc) from None
-
-    def _failed(self, exc: duckdb.Error) -> CatalogError:
-        return CatalogError(f"{self.trace}: analysis query failed: {first_line(exc)}")
-
-    def once(self, key: str, compute: Callable[[], T], keep: bool = False) -> T:
-        """`compute()`, run at the first call with `key` in this run and kept for the later ones:
-        for a result several parts read (a paper's figures taken from one table), on either of the
-        run's connections (`second_connection`; one computing it, the other waits). The key must name
-        everything the result depends on beyond the catalog and ddlx's code (e.g. which records are
-        held open). With `keep`, the result (a DataFrame or a tuple of them) is also kept between
-        runs (`ddlx.analysis.cache`)."""
-        return self._computed.get(key, (lambda: self.cache.frames(key, [key], compute)) if keep else compute)  # type: ignore
-
-    def _run_objects_in(self, sql: str) -> list[str]:
-        """The temporary tables, views and registered frames of this run that `sql` names, other
-        than the canonical views of the catalog; and `gpu_samples`, whose telemetry is stored apart
-        from the trace's store version that names kept results."""
-        rows = self.con.execute("""SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal
-                                   UNION ALL SELECT table_name FROM duckdb_tables() WHERE temporary""").fetchall()
-        names = ({name for name, in rows} - self.views) | {"gpu_samples"} | set(self._materialized)
-        return sorted(name for name in names if _names(name, sql))
+        """`CatalogConnection.query`: the result of `sql`, kept under `keep` or its text."""
+        return self.catalog.query(sql, keep)
 
     def one_row(self, sql: str, keep: str | None = None) -> dict[str, Any]:
-        """The first row of `sql` as a dict (`keep` as `query`)."""
-        return self.query(sql, keep).to_dicts()[0]
+        """`CatalogConnection.one_row`: the first row of `sql` as a dict."""
+        return self.catalog.one_row(sql, keep)
+
+    def execute(self, sql: str) -> None:
+        """`CatalogConnection.execute`: a statement that returns nothing to keep."""
+        self.catalog.execute(sql)
+
+    def arrow(self, sql: str) -> pa.Table:
+        """`CatalogConnection.arrow`: the whole result of `sql` as an Arrow table, never kept."""
+        return self.catalog.arrow(sql)
+
+    def registered(self, frame: pl.DataFrame | pa.Table, name: str) -> contextlib.AbstractContextManager[str]:
+        """`CatalogConnection.registered`: `frame` as the view `name` within the block."""
+        return self.catalog.registered(frame, name)
+
+    def materialized(self, sql: str, name: str) -> contextlib.AbstractContextManager[str]:
+        """`CatalogConnection.materialized`: the catalog query `sql` as the temporary table `name`."""
+        return self.catalog.materialized(sql, name)
+
+    # -- the run's end -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection; the context that opened the trace (not a `second_connection`) also
-        lets go of the run's results computed once and products' rows, which the products' fast
-        functions (closures over the context) would otherwise hold until a garbage collection."""
+        """Close the engine and the connection; the context that opened the trace (not a
+        `second_connection`) also lets go of the run's results computed once and products' rows,
+        which the products' fast functions (closures over the context) would otherwise hold until
+        a garbage collection."""
         try:
-            if self._engine is not None:
-                self._engine.close()
-                self._engine = None
+            self._engine.close()
         finally:
-            self._products.clear()
             if self._opened_trace:
-                self._computed.clear()
-            self.con.close()
+                self.kept.end_run()
+            self.catalog.close()
             self.held.close()
 
     @contextlib.contextmanager
     def second_connection(self) -> Iterator[TraceContext]:
         """This trace on a second connection to the same catalog, for modules run at the same time
-        as this context's (`ddlx.analysis.runner`): its own temporary tables, registered frames
-        and holding of open records; the same results computed once (`once`) and rows of the run's
-        products (`product`), kept results (`cache`), options and memory limit (one DuckDB database
-        holds both connections). Closed
-        at the end of the block, keeping nothing itself (this context keeps the results at its end)."""
+        as this context's (`ddlx.analysis.runner`): its own temporary tables, registered frames,
+        engine and holding of open records; the same results computed once and kept (`kept`: among
+        them the rows of the run's products), options and memory limit (one DuckDB database holds
+        both connections). Closed at the end of the block, keeping nothing itself (this context
+        keeps the results at its end)."""
         cursor = self.con.cursor()
         try:
             prepare_connection(cursor)
             views = (_open_views(cursor, self.trace, self.tables, self.home, self.import_options)
-                     if self.views else set())
+                     if self.catalog.views else set())
         except BaseException:
             cursor.close()
             raise
-        other = dataclasses.replace(self, con=cursor, views=views, held=contextlib.ExitStack(), _engine=None,
-                                    _materialized={}, _made=set(), _products={}, _opened_trace=False,
+        other = dataclasses.replace(self, catalog=CatalogConnection(cursor, self.trace, views, self.kept),
+                                    held=contextlib.ExitStack(), _engine=RunEngine(), _opened_trace=False,
                                     unlogged_ends=set(self.unlogged_ends))
         try:
             yield other
@@ -452,27 +245,27 @@ class TraceContext:
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
-        """Close; when the block succeeded, keep the results it computed (`ResultCache.commit`)."""
+        """Close; when the block succeeded, keep the results it computed (`KeptResults.commit`)."""
         try:
             if exc_type is None:
-                self.cache.commit()
+                self.kept.commit()
         finally:
             self.close()
 
 
-def _names(name: str, sql: str) -> bool:
-    """True when the SQL text `sql` names the object `name` (as a whole word, any case)."""
-    return re.search(rf"\b{re.escape(name)}\b", sql, re.IGNORECASE) is not None
-
-
-def open_trace(home: Path, trace: str, require_jobs: bool = True, cache: bool = True) -> TraceContext:
+def open_trace(home: Path, trace: str, require_jobs: bool = True, cache: bool = True,
+               options: AnalysisOptions | None = None) -> TraceContext:
     """A `TraceContext` for `trace` in the catalog of `home`; `CatalogError` when it has no jobs
     (with `require_jobs` False, when the catalog holds none of its tables: some figures read a
     trace's other tables alone, e.g. its machine list). `cache` False neither reads nor writes
-    results kept between runs (`ddlx.analysis.cache`)."""
+    results kept between runs (`ddlx.analysis.cache`); `options` the modules' settings (default:
+    every option at its default)."""
     held = contextlib.ExitStack()
     try:
-        return _open(home, trace, held, require_jobs, cache)
+        context = _open(home, trace, held, require_jobs, cache)
+        if options is not None:
+            context.options = options
+        return context
     except BaseException:
         held.close()
         raise
@@ -516,15 +309,15 @@ def _open(home: Path, trace: str, held: contextlib.ExitStack, require_jobs: bool
     import_spec = registration.manifest.get("adapter_options", {})
     wall_clock = known.wall_clock if known else has_wall_clock(import_spec, earliest)
     synthetic = registration.synthetic or telemetry_marker is not None
-    return TraceContext(home=home, trace=trace, con=con, tables=tables, synthetic=synthetic,
+    views = _open_views(con, trace, tables, home, import_spec) if has_jobs else set()  # views of the jobs: none without
+    kept = KeptResults(ResultCache.open(trace, registration.store_dir, cache))
+    return TraceContext(home=home, trace=trace, catalog=CatalogConnection(con, trace, views, kept), tables=tables,
+                        synthetic=synthetic,
                         source_tz=zone, has_wall_clock=wall_clock,
                         has_calendar_dates=wall_clock and (known.calendar_dates if known else True),
                         starts_recorded=True if known else starts_recorded(import_spec),
                         unlogged_ends=set(known.unlogged_ends) if known else set(),
-                        provenance=provenance, info=known, held=held, import_options=import_spec,
-                        cache=ResultCache.open(trace, registration.store_dir, cache),
-                        # the canonical views are views of the jobs: none without them
-                        views=_open_views(con, trace, tables, home, import_spec) if has_jobs else set())
+                        provenance=provenance, info=known, held=held, import_options=import_spec)
 
 
 def prepare_connection(con: duckdb.DuckDBPyConnection) -> None:

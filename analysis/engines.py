@@ -19,11 +19,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from ddlx.errors import DdlxError, InputError, UsageError, caused_by_interrupt, first_line
+
+if TYPE_CHECKING:
+    from ddlx.analysis.options import AnalysisOptions
 
 #: Engines by name (`--engine`).
 ENGINES = ("duckdb", "spark")
@@ -344,11 +347,32 @@ def open_engine(name: str, con: Any = None, *, master: str | None = None, conf: 
     raise UsageError(f"--engine: unknown engine {name!r}; expected one of {', '.join(ENGINES)}")
 
 
-def engine_for(options: dict[str, Any], con: Any) -> DuckDBEngine | SparkEngine:
+def engine_for(options: AnalysisOptions, con: Any) -> DuckDBEngine | SparkEngine:
     """The engine an analysis run asks for (`options`: `engine`, `spark_master`, `spark_conf`,
     `partitions`): by default DuckDB on the catalog's own connection `con`."""
-    return open_engine(options.get("engine") or "duckdb", con, master=options.get("spark_master"),
-                       conf=options.get("spark_conf"), partitions=options.get("partitions"))
+    return open_engine(options.engine, con, master=options.spark_master, conf=options.spark_conf_dict(),
+                       partitions=options.partitions)
+
+
+class RunEngine:
+    """The reduction engine of one analysis run on one connection: opened at the first `get` (as
+    `engine_for` the run's options), then shared by every module of the run (one Spark session),
+    closed with the run's context."""
+
+    def __init__(self) -> None:
+        self._engine: DuckDBEngine | SparkEngine | None = None
+
+    def get(self, options: AnalysisOptions, con: Any) -> DuckDBEngine | SparkEngine:
+        """The engine, opened on the first call from `options` on the connection `con`."""
+        if self._engine is None:
+            self._engine = engine_for(options, con)
+        return self._engine
+
+    def close(self) -> None:
+        """Close the engine if it was opened (a later `get` opens a new one)."""
+        if self._engine is not None:
+            engine, self._engine = self._engine, None
+            engine.close()
 
 
 #: An engine a reduction runs on.

@@ -76,12 +76,10 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
 )
 
-#: Users and VCs shown one per row in the state-mix tables; the rest go into one 'other' row.
+#: Users and VCs shown one per row in the state-mix tables; the rest go into one 'other' row. The
+#: options `top_users` and `top_vcs` override it (the ones the `users` and `queueing` modules read,
+#: so one setting applies to all their tables).
 DEFAULT_TOP_GROUPS = 20
-#: The options of `ctx.options` that override `DEFAULT_TOP_GROUPS` for users and for VCs (the
-#: same names as the `users` and `queueing` modules read, so one setting applies to all tables).
-TOP_USERS_OPTION = "top_users"
-TOP_VCS_OPTION = "top_vcs"
 OTHER = "other"
 ALL = "all"
 
@@ -335,14 +333,14 @@ def _add_state_parts(ctx: TraceContext, result: ModuleResult, c: dict) -> None:
     result.add("state_mix_by_gpu_bucket", state_mix_by_gpu_bucket(ctx), (*mix, "gpu_request.bucket"),
                "a GPU bucket and a final state (shares within the bucket)")
     if c["jobs_with_user"]:
-        top = int(ctx.options.get(TOP_USERS_OPTION, DEFAULT_TOP_GROUPS))
+        top = ctx.options.top_users or DEFAULT_TOP_GROUPS
         result.add("state_mix_by_user", state_mix_by_user(ctx, top), (*mix, "failures.top_groups"),
                    f"one of the top {top} users by GPU-time, or all other users together ('other'), and a "
                    f"final state (shares within the user row)")
     else:
         result.skip("final-state mix by user", "the trace records no users")
     if c["jobs_with_vc"]:
-        top = int(ctx.options.get(TOP_VCS_OPTION, DEFAULT_TOP_GROUPS))
+        top = ctx.options.top_vcs or DEFAULT_TOP_GROUPS
         result.add("state_mix_by_vc", state_mix_by_vc(ctx, top), (*mix, "failures.top_groups"),
                    f"one of the top {top} virtual clusters by GPU-time, or all other VCs together ('other'), "
                    f"and a final state (shares within the VC row)")

@@ -179,8 +179,8 @@ def device_memory_mib_sql(model: str) -> str:
 def _primary(ctx: TraceContext) -> tuple[str, float]:
     fields = set(ctx.query("SELECT DISTINCT field FROM ge_summary")["field"].to_list())
     if "gpu_util" in fields or "sm_active" not in fields:
-        return "gpu_util", float(ctx.options.get("idle_gpu_util_percent") or IDLE_GPU_UTIL_PERCENT)
-    return "sm_active", float(ctx.options.get("idle_sm_active") or IDLE_SM_ACTIVE)
+        return "gpu_util", ctx.options.idle_gpu_util_percent
+    return "sm_active", ctx.options.idle_sm_active
 
 
 def summary_sql(samples: str) -> str:
@@ -343,9 +343,9 @@ def _open_engine(ctx: TraceContext) -> tuple[Engine | None, Provenance]:
     Spark session with --engine spark. The caller closes a DuckDB of its own."""
     from ddlx.analysis.engines import DuckDBEngine, Provenance
 
-    name = ctx.options.get("engine") or "duckdb"
-    location = ctx.options.get("samples_location") or ctx.samples_location
-    if name == "duckdb" and not ctx.options.get("samples_location"):
+    name = ctx.options.engine
+    location = ctx.options.samples_location or ctx.samples_location
+    if name == "duckdb" and not ctx.options.samples_location:
         return None, Provenance("duckdb", location or "gpu_samples", 1)
     engine = DuckDBEngine() if name == "duckdb" else ctx.engine()
     try:
@@ -620,7 +620,7 @@ def data_quality(ctx: TraceContext, engine: Engine | None = None) -> pl.DataFram
 
 def analyze(ctx: TraceContext) -> ModuleResult:
     result = ModuleResult("gpu_efficiency")
-    if not ctx.has_view("gpu_samples") and not ctx.options.get("samples_location"):
+    if not ctx.has_view("gpu_samples") and not ctx.options.samples_location:
         result.skip("GPU efficiency from telemetry", NO_TELEMETRY)
         return result
     engine, reduction = _open_engine(ctx)

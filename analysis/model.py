@@ -225,7 +225,7 @@ class AnalysisResult:
     calendar_dates: bool = True
     #: The published figures of the trace's papers reproduced on its data (`ddlx.reproduce.Reproduction`).
     reproductions: list[Any] = field(default_factory=list)
-    #: The settings the modules ran with (e.g. `resolution_s`, `window`).
+    #: The options the modules ran with that differ from their defaults (`AnalysisOptions.recorded`).
     options: dict[str, Any] = field(default_factory=dict)
 
     def module(self, name: str) -> ModuleResult:

@@ -242,7 +242,7 @@ def queueing_by_load(ctx: TraceContext) -> pl.DataFrame:
             return ctx.query(_load_sql(ctx, steps, submitted, _looked_up_sql(by_cluster=False)))
         return ctx.query(defining)
 
-    return ctx.computed(defining, compute)
+    return ctx.catalog.computed(defining, compute)
 
 
 def _looked_up_sql(by_cluster: bool) -> str:
@@ -301,8 +301,8 @@ def _load_sql(ctx: TraceContext, steps: str, submitted: str, at_submit: str) -> 
 
 def analyze(ctx: TraceContext) -> ModuleResult:
     result = ModuleResult("queueing")
-    thresholds = tuple(ctx.options.get("queue_thresholds_s", DEFAULT_THRESHOLDS_S))
-    top_vcs = int(ctx.options.get("top_vcs", DEFAULT_TOP_VCS))
+    thresholds = ctx.options.queue_thresholds_s
+    top_vcs = ctx.options.top_vcs or DEFAULT_TOP_VCS
     c = ctx.one_row(f"""
         SELECT count(*) AS jobs, count(queue_s) AS queued, count(*) FILTER (WHERE start_time IS NULL) AS never,
                count(*) FILTER (WHERE queue_s < 0) AS negative_queue,

@@ -18,7 +18,7 @@ import collections
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from ddlx.analysis.context import TraceContext, open_trace
 from ddlx.analysis.fast import speedups
 from ddlx.analysis.model import AnalysisResult, ModuleResult
 from ddlx.analysis.modules import MODULES, load
+from ddlx.analysis.options import AnalysisOptions
 from ddlx.errors import UsageError
 from ddlx.reproduce.run import profiles_for, reproduce_on
 
@@ -61,17 +62,18 @@ def resolve_modules(names: Sequence[str] | None) -> list[str]:
 
 def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
                  progress: Callable[[str], None] | None = None,
-                 options: dict[str, Any] | None = None, cache: bool = True) -> AnalysisResult:
+                 options: AnalysisOptions | Mapping[str, Any] | None = None, cache: bool = True) -> AnalysisResult:
     """Run `modules` (default: every module) on `trace` in the catalog of `home`.
 
-    `options` are passed to the modules (see `TraceContext.options`), e.g. `resolution_s`. `cache`
-    False neither reads nor writes the results kept between runs (`ddlx.analysis.cache`).
+    `options` are the modules' settings (`AnalysisOptions`, or a mapping of them such as
+    `{"resolution_s": 600}`: `AnalysisOptions.from_mapping`). `cache` False neither reads nor
+    writes the results kept between runs (`ddlx.analysis.cache`).
     """
     names = resolve_modules(modules)
-    with open_trace(home, trace, cache=cache) as ctx:
-        ctx.options.update(options or {})
+    settings = AnalysisOptions.from_mapping(options)
+    with open_trace(home, trace, cache=cache, options=settings) as ctx:
         result = AnalysisResult(trace, ctx.synthetic, ctx.provenance, wall_clock=ctx.has_wall_clock,
-                                calendar_dates=ctx.has_calendar_dates, options=dict(options or {}))
+                                calendar_dates=ctx.has_calendar_dates, options=settings.recorded())
         done: dict[str, ModuleResult] = {}
         concurrently = _runs_concurrently(ctx)
         waiting = collections.deque(_longest_first(names) if concurrently else [PAPERS, *names])
@@ -102,8 +104,8 @@ def run_analysis(home: Path, trace: str, modules: Sequence[str] | None = None,
         else:
             run(ctx, threading.Event())
         result.modules = [done[name] for name in names]
-        ctx.cache.commit()
-        result.provenance = {**result.provenance, "kept_results": ctx.cache.summary()}
+        ctx.kept.commit()
+        result.provenance = {**result.provenance, "kept_results": ctx.kept.cache.summary()}
         return result
 
 
@@ -118,7 +120,7 @@ def _runs_concurrently(ctx: TraceContext) -> bool:
     """True when the modules of `ctx`'s trace run on two connections: the two lanes are on
     (`ddlx.analysis.fast.speedups`), the machine has two cores or more, DuckDB is the engine
     (another engine's session is one per run) and the trace has at most `CONCURRENT_MAX_JOBS` jobs."""
-    if not speedups().lanes or (os.cpu_count() or 1) < 2 or (ctx.options.get("engine") or "duckdb") != "duckdb":
+    if not speedups().lanes or (os.cpu_count() or 1) < 2 or ctx.options.engine != "duckdb":
         return False
     return ctx.one_row(f"SELECT count(*) AS n FROM {ctx.jobs}")["n"] <= CONCURRENT_MAX_JOBS
 

@@ -161,7 +161,7 @@ def _analyze_fill_up(ctx: TraceContext, result: ModuleResult) -> None:
         result.skip("fill-up placement experiment (FGD paper)",
                     "the trace publishes no node list with per-task requests (gpu_nodes, gpu_task_lists)")
         return
-    seeds = int(ctx.options.get("placement_seeds") or DEFAULT_FILL_UP_SEEDS)
+    seeds = ctx.options.placement_seeds
     inputs = inputs_from(ctx, DEFAULT_TASK_LIST, "gpu")
     if inputs.nodes.is_empty() or inputs.tasks.is_empty():
         result.skip("fill-up placement experiment (FGD paper)", "the node list has no GPU node, or no task")

@@ -180,7 +180,7 @@ def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] 
         found = fast_cdf.sorted_cdf(ctx, rows_sql, groups, probabilities)
         return ctx.query(defining) if found is None else found
 
-    return ctx.computed(defining, compute)
+    return ctx.catalog.computed(defining, compute)
 
 
 def _cdf_table_sql(rows_sql: str, groups: Sequence[str], probabilities: Sequence[float]) -> str:

@@ -11,7 +11,7 @@ was; a later ingest or import of the dataset drops them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +21,7 @@ import polars as pl
 
 from ddlx import __version__
 from ddlx.analysis.modules import MODULES, load
+from ddlx.analysis.options import AnalysisOptions
 from ddlx.analysis.runner import run_analysis
 from ddlx.errors import UsageError
 
@@ -44,7 +45,7 @@ class StoredTable:
 
 
 def reduce_into_catalog(home: Path, dataset: str, modules: Sequence[str] | None = None,
-                        options: dict[str, Any] | None = None,
+                        options: AnalysisOptions | Mapping[str, Any] | None = None,
                         progress: Callable[[str], None] | None = None) -> list[StoredTable]:
     """Run the reducible `modules` (default: all of them) on `dataset` with `options` (the engine's
     among them) and store their declared tables in the catalog of `home`; returns what was stored
@@ -60,7 +61,7 @@ def reduce_into_catalog(home: Path, dataset: str, modules: Sequence[str] | None 
                          f"{', '.join(reducible)}")
     registered_dataset(home, dataset)
     result = run_analysis(home, dataset, chosen, progress=progress, options=options)
-    recorded = _recorded_options(result.options)
+    recorded = result.options
     reduced_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     tables: dict[str, Any] = {}
     stored: list[StoredTable] = []
@@ -87,12 +88,3 @@ def reduce_into_catalog(home: Path, dataset: str, modules: Sequence[str] | None 
     store_derived_tables(home, dataset, tables, {"reduced_at": reduced_at, "ddlx_version": __version__,
                                                  "options": recorded})
     return stored
-
-
-def _recorded_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The run's options as stored beside the tables: Spark settings by key only (their values may
-    be credentials)."""
-    recorded = {k: v for k, v in options.items() if k != "spark_conf"}
-    if options.get("spark_conf"):
-        recorded["spark_conf_keys"] = sorted(options["spark_conf"])
-    return recorded

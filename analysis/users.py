@@ -135,8 +135,8 @@ def top_users(ctx: TraceContext, limit: int = DEFAULT_TOP_USERS) -> pl.DataFrame
 
 def analyze(ctx: TraceContext) -> ModuleResult:
     result = ModuleResult("users")
-    top_percents = tuple(ctx.options.get("top_percents", DEFAULT_TOP_PERCENTS))
-    limit = int(ctx.options.get("top_users", DEFAULT_TOP_USERS))
+    top_percents = ctx.options.top_percents
+    limit = ctx.options.top_users or DEFAULT_TOP_USERS
     c = ctx.one_row(f"""SELECT count(*) FILTER (WHERE num_gpus > 0) AS gpu_jobs, count(DISTINCT "user") AS users,
                                count(DISTINCT "user") FILTER (WHERE num_gpus > 0) AS gpu_users
                         FROM {ctx.jobs}""")

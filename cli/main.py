@@ -11,7 +11,7 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -37,6 +37,9 @@ from ddlx.cli.options import say as _say
 from ddlx.datasets.trace_info import TraceInfo
 from ddlx.datasets.traces import TRACES
 from ddlx.errors import DdlxError, UsageError, caused_by_interrupt, describe_os_error, storage_error
+
+if TYPE_CHECKING:
+    from ddlx.analysis.options import AnalysisOptions
 
 app = typer.Typer(
     help="Trace analysis and workload characterization for deep-learning GPU clusters.",
@@ -371,7 +374,7 @@ def analyze_dataset(
 
 
 def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str] | None,
-             options: dict[str, Any], data_home: Path | None, cache: bool = True) -> None:
+             options: AnalysisOptions, data_home: Path | None, cache: bool = True) -> None:
     modules = _module_names(module)
     out = _writable_out(out, f"{trace}-trace")
     _render(_catalog(data_home).analyze(trace, modules, force_sample, options, cache), out)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ddlx.datasets.traces import TRACES
 
 if TYPE_CHECKING:
+    from ddlx.analysis.options import AnalysisOptions
     from ddlx.api import Catalog
 
 #: The registered traces as help texts list them ("a, b, ...").
@@ -91,34 +92,20 @@ def module_names(module: list[str] | None) -> list[str]:
 
 def analysis_options(resolution: int | None, window: str | None = None, engine: str | None = None,
                      spark_master: str | None = None, samples_location: str | None = None,
-                     partitions: int | None = None, spark_conf: list[str] | None = None) -> dict[str, Any]:
-    """The modules' options from `--resolution`, `--window` and the reduction engine's options."""
-    options: dict[str, Any] = {} if resolution is None else {"resolution_s": resolution}
-    if engine is not None:
-        from ddlx.analysis.engines import ENGINES
+                     partitions: int | None = None, spark_conf: list[str] | None = None) -> AnalysisOptions:
+    """The modules' options from `--resolution`, `--window` and the reduction engine's options (checked by
+    `AnalysisOptions`: a bad value is a `UsageError`); `--spark-conf` values are KEY=VALUE."""
+    from ddlx.analysis.options import AnalysisOptions
 
-        if engine not in ENGINES:
-            raise typer.BadParameter(f"expected {' or '.join(ENGINES)}, not {engine!r}", param_hint="--engine")
-        options["engine"] = engine
-    if (spark_master or partitions or spark_conf) and engine != "spark":
-        raise typer.BadParameter("--spark-master, --partitions and --spark-conf need --engine spark",
-                                 param_hint="--engine")
     conf: dict[str, str] = {}
     for pair in spark_conf or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise typer.BadParameter(f"expected KEY=VALUE, not {pair!r}", param_hint="--spark-conf")
         conf[key.strip()] = value.strip()
-    options.update({name: value for name, value in (
-        ("spark_master", spark_master), ("samples_location", samples_location), ("partitions", partitions),
-        ("spark_conf", conf or None)) if value is not None})
-    if window is not None:
-        from ddlx.analysis.allocation import WINDOWS
-
-        if window not in WINDOWS:
-            raise typer.BadParameter(f"expected {' or '.join(WINDOWS)}, not {window!r}", param_hint="--window")
-        options["window"] = window
-    return options
+    return AnalysisOptions.from_mapping({
+        "resolution_s": resolution, "window": window, "engine": engine, "spark_master": spark_master,
+        "samples_location": samples_location, "partitions": partitions, "spark_conf": conf or None})
 
 
 def jobs_name(trace: str | None, dataset: str | None) -> str:

@@ -13,9 +13,9 @@ all users, ...), and name the traces lacking the table.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -23,6 +23,9 @@ from ddlx.analysis.model import AnalysisResult
 from ddlx.errors import DdlxError
 from ddlx.reports.model import Report
 from ddlx.reports.report import TraceInput, assemble
+
+if TYPE_CHECKING:
+    from ddlx.analysis.options import AnalysisOptions
 
 
 class CompareError(DdlxError):
@@ -86,7 +89,7 @@ def default_out_dir(names: Sequence[str]) -> Path:
 
 def run_compare(home: Path, names: Sequence[str], out_dir: Path | None = None,
                 modules: Sequence[str] | None = None, use_sample: bool = False,
-                options: dict[str, Any] | None = None,
+                options: AnalysisOptions | Mapping[str, Any] | None = None,
                 progress: Callable[[str], None] | None = None) -> tuple[Path, Report, list[AnalysisResult]]:
     """Analyse each of `names`, write their results folders and the compare report into `out_dir`;
     returns the path of `report.html`, the report and the analyses."""

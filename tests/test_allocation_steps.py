@@ -105,7 +105,7 @@ def test_steps_summed_in_memory_are_the_decimal_window_to_the_bit(steps_home: Pa
                 stored = ctx.query(f"SELECT * FROM {name}")
             with ctx.holding_open("job"):
                 held_name = allocation.shared_steps(ctx, groups, window)
-            found[way] = (defined, stored, ctx.product_computed(held_name))
+            found[way] = (defined, stored, ctx.catalog.product_computed(held_name))
     for way, (defined, stored, held_made) in found.items():
         assert stored.schema == defined.schema
         keys = [*groups, "x"]
@@ -224,7 +224,7 @@ def test_allocation_and_load_at_submission_read_one_steps_table(steps_home: Path
         assert window is not None
         per_cluster = allocation.allocation_vs_capacity(ctx, ("cluster",), window)
         load = queueing.queueing_by_load(ctx)
-        made = sorted(name for name in ctx._made if name.startswith("ddlx_steps_"))
+        made = sorted(name for name in ctx.catalog.made if name.startswith("ddlx_steps_"))
     # one product, summed once: a step per cluster and instant, 14 (a: the 11 starts and ends of
     # j1..j6 at 10 instants, j2's end and j3's start at one, j4 without an end; b: j7 and j8 at 4;
     # j9 never starts)

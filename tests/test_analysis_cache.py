@@ -198,8 +198,8 @@ def test_small_results_of_catalog_queries_are_kept_under_their_text(small_home: 
 
     def opened(number: int):
         ctx = open_trace(small_home, "pai")
-        run = ctx._run
-        monkeypatch.setattr(ctx, "_run", lambda sql: ran.append(sql) or run(sql))
+        run = ctx.catalog._run
+        monkeypatch.setattr(ctx.catalog, "_run", lambda sql: ran.append(sql) or run(sql))
         ctx.execute(f"CREATE TEMP TABLE my_numbers AS SELECT {number} AS x")
         return ctx
 
@@ -207,19 +207,19 @@ def test_small_results_of_catalog_queries_are_kept_under_their_text(small_home: 
         first = ctx.query(catalog_only)
         assert ctx.query(catalog_only).equals(first)  # asked again this run: not run again
         assert ctx.query(large).height == 5 and ctx.query(run_tables)["x"].to_list() == [1]
-        ctx.once("outer", lambda: ctx.query(nested), keep=True)
+        ctx.kept.once("outer", lambda: ctx.query(nested), keep=True)
     assert ran == [catalog_only, large, run_tables, nested]
     ran.clear()
     with opened(2) as ctx:
-        assert ctx.query(catalog_only).equals(first) and ctx.cache.read == 1
+        assert ctx.query(catalog_only).equals(first) and ctx.kept.cache.read == 1
         assert ctx.query(large).height == 5
         assert ctx.query(run_tables)["x"].to_list() == [2]  # the run's own table, never a kept copy
         assert ctx.query(nested)["n"].to_list() == [ctx.con.execute(nested).fetchall()[0][0]]
     assert ran == [large, run_tables, nested]
     ran.clear()
     with open_trace(small_home, "pai", cache=False) as ctx:
-        run = ctx._run
-        monkeypatch.setattr(ctx, "_run", lambda sql: ran.append(sql) or run(sql))
+        run = ctx.catalog._run
+        monkeypatch.setattr(ctx.catalog, "_run", lambda sql: ran.append(sql) or run(sql))
         assert ctx.query(catalog_only).equals(first)
     assert ran == [catalog_only]
 
@@ -247,7 +247,7 @@ def test_a_materialized_catalog_query_is_made_only_when_a_result_of_it_is_not_ke
             pass
     with open_trace(small_home, "pai") as ctx:
         with ctx.materialized(tasks, "my_tasks"):
-            assert ctx.query(read).equals(first) and ctx.cache.read == 1
+            assert ctx.query(read).equals(first) and ctx.kept.cache.read == 1
             assert not made(ctx)  # every result of it was kept
         with ctx.materialized(tasks + " HAVING count(*) > 1", "my_tasks"):
             assert ctx.query(read)["n"].to_list() == [

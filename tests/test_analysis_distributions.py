@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from ddlx.analysis import sql
+from ddlx.analysis.connection import CatalogConnection
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.fast import cdf as fast_cdf
 from ddlx.analysis.sql import CDF_PROBABILITIES, cdf_from_counts, cdf_table, quantiles_from_counts
@@ -38,8 +39,8 @@ def continuous_value(values: list[float], p: float) -> float:
 
 @pytest.fixture()
 def ctx(tmp_path: Path) -> TraceContext:
-    context = TraceContext(home=tmp_path, trace="t", con=duckdb.connect(), tables=set(), synthetic=False,
-                           source_tz=None)
+    context = TraceContext(home=tmp_path, trace="t", catalog=CatalogConnection(duckdb.connect(), "t"), tables=set(),
+                           synthetic=False, source_tz=None)
     yield context
     context.close()
 

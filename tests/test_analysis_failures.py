@@ -13,6 +13,7 @@ import pytest
 from ddlx.analysis import failures
 from ddlx.analysis.context import open_trace
 from ddlx.analysis.definitions import registry
+from ddlx.analysis.options import AnalysisOptions
 from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
 from tests.test_philly_ingest import write_philly_release
@@ -115,8 +116,7 @@ def test_top_users_with_an_other_row(hand_home: Path) -> None:
 
 
 def test_top_vcs_through_the_option(hand_home: Path) -> None:
-    with open_trace(hand_home, "hand") as ctx:
-        ctx.options[failures.TOP_VCS_OPTION] = 2
+    with open_trace(hand_home, "hand", options=AnalysisOptions(top_vcs=2)) as ctx:
         result = failures.analyze(ctx)
     frame = result.table("state_mix_by_vc")
     # vB 8 + 40 + 2 = 50 GPU-h, vA 1 + 0.5 + 2 + 0 = 3.5, vC 1 -> vC becomes 'other'.

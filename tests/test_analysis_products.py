@@ -86,7 +86,7 @@ def test_a_product_declared_on_two_connections_is_computed_once_and_read_on_both
                 calls.append(threading.current_thread().name)
                 return on.arrow(sql)
 
-            names.append(on.product(sql, "test_steps", fast))
+            names.append(on.catalog.product(sql, "test_steps", fast))
             found.append(on.query(f"SELECT * FROM {names[-1]} ORDER BY cluster, x"))
         defined = ctx.query(f"SELECT * FROM ({sql}) ORDER BY cluster, x")
     assert names[0] == names[1] and calls == [threading.current_thread().name]

@@ -15,6 +15,7 @@ import pytest
 
 from ddlx.analysis import overview, runner, utilization
 from ddlx.analysis.context import TraceContext
+from ddlx.analysis.options import AnalysisOptions
 from ddlx.analysis.runner import run_analysis
 from ddlx.errors import CatalogError
 from tests.conftest import generated_pai_home
@@ -86,10 +87,10 @@ def test_a_result_computed_once_is_computed_by_one_connection_while_the_other_wa
 
     with runner.open_trace(generated_home, "pai", cache=False) as ctx, ctx.second_connection() as other:
         found: list[int] = []
-        thread = threading.Thread(target=lambda: found.append(other.once("slow", slow)))
+        thread = threading.Thread(target=lambda: found.append(other.kept.once("slow", slow)))
         thread.start()
         assert inside.wait(60)
-        assert ctx.once("slow", slow) == 1  # waited for the other thread's result
+        assert ctx.kept.once("slow", slow) == 1  # waited for the other thread's result
         thread.join()
         assert found == [1] and len(calls) == 1
 
@@ -103,14 +104,14 @@ def test_a_result_computed_once_is_computed_by_one_connection_while_the_other_wa
 
         def fail() -> None:
             try:
-                other.once("after a failure", broken)
+                other.kept.once("after a failure", broken)
             except CatalogError as exc:
                 failed.append(exc)
 
         thread = threading.Thread(target=fail)
         thread.start()
         assert inside.wait(60)
-        assert ctx.once("after a failure", lambda: 7) == 7  # the failed computation is made again here
+        assert ctx.kept.once("after a failure", lambda: 7) == 7  # the failed computation is made again here
         thread.join()
         assert len(failed) == 1
 
@@ -167,7 +168,7 @@ def test_an_interrupt_stops_the_other_connection(generated_home: Path, monkeypat
 def test_another_engine_runs_the_modules_one_after_the_other(generated_home: Path) -> None:
     with runner.open_trace(generated_home, "pai", cache=False) as ctx:
         assert runner._runs_concurrently(ctx)
-        ctx.options["engine"] = "spark"
+        ctx.options = AnalysisOptions(engine="spark")
         assert not runner._runs_concurrently(ctx)
 
 

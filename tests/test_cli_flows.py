@@ -254,4 +254,4 @@ def test_window_option_reaches_the_results(cli, tmp_path: Path) -> None:
     assert summary["options"] == {"window": "active"}
     assert "over the active window" in summary["modules"]["utilization"]["findings"][0]["population"]
     bad = cli("analyze", "dataset", "w", "--window", "busy", "--data-home", home)
-    assert bad.code == 2 and "expected trace or active, not 'busy'" in bad.err and "Traceback" not in bad.err
+    assert bad.code == 2 and "window must be trace or active, not 'busy'" in bad.err and "Traceback" not in bad.err

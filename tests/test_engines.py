@@ -176,9 +176,9 @@ def test_spark_failure_names_the_stage_and_changes_nothing(fleet: Path, tmp_path
 
 def test_engine_options_need_spark(fleet: Path, tmp_path: Path, cli) -> None:
     result = cli("analyze", "dataset", "fleet", "--spark-master", MASTER, "--data-home", fleet)
-    assert result.code == 2 and "need --engine spark" in result.err
+    assert result.code == 2 and "needs engine spark" in result.err
     result = cli("analyze", "dataset", "fleet", "--engine", "flink", "--data-home", fleet)
-    assert result.code == 2 and "expected duckdb or spark" in result.err
+    assert result.code == 2 and "engine must be duckdb or spark" in result.err
 
 
 def test_duckdb_engine_failure_is_an_engine_error(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 
 from ddlx.analysis import allocation, sweeps
 from ddlx.analysis.allocation import Window
+from ddlx.analysis.connection import CatalogConnection
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.fast import PLAIN_ENV, Speedups, speedups
 from ddlx.analysis.fast import bins as fast_bins
@@ -140,8 +141,8 @@ def trace_context(trace: dict) -> Iterator[TraceContext]:
             SELECT cluster, vc, NULL::VARCHAR AS gpu_type, {instant.format('from_us')} AS valid_from,
                    {instant.format('to_us')} AS valid_to, gpus, 'nodes' AS source, 1 AS preference FROM capacity""")
         views.add("gpu_capacity")
-    ctx = TraceContext(home=Path("."), trace="t", con=con, tables={"jobs"}, synthetic=True, source_tz=None,
-                       views=views, unlogged_ends={"job"} if trace["unlogged_ends"] else set())
+    ctx = TraceContext(home=Path("."), trace="t", catalog=CatalogConnection(con, "t", views), tables={"jobs"},
+                       synthetic=True, source_tz=None, unlogged_ends={"job"} if trace["unlogged_ends"] else set())
     try:
         yield ctx
     finally:
@@ -328,7 +329,8 @@ def test_cdf_sorted_in_memory_is_the_discrete_list_quantile(values: list, groupe
     con.register("generated", pl.DataFrame(values, schema={"a": pl.String, "b": pl.Int64, "v": pl.Float64},
                                            orient="row"))
     con.execute("CREATE TABLE raw_values AS SELECT * FROM generated")
-    ctx = TraceContext(home=Path("."), trace="t", con=con, tables=set(), synthetic=True, source_tz=None)
+    ctx = TraceContext(home=Path("."), trace="t", catalog=CatalogConnection(con, "t"), tables=set(), synthetic=True,
+                       source_tz=None)
     groups = ("a", "b") if grouped else ()
     rows_sql = f"SELECT {''.join(g + ', ' for g in groups)}v AS value FROM raw_values WHERE v IS NOT NULL"
     reference = ctx.query(_cdf_table_sql(rows_sql, groups, CDF_PROBABILITIES))
@@ -380,7 +382,8 @@ def test_packed_sweep_is_the_window_query_to_the_bit(generated: tuple[list[tuple
                                                          "t_end": pl.Float64, **{n: pl.Int64 for n in names}},
                                            orient="row"))
     con.execute("CREATE TABLE raw_intervals AS SELECT * FROM generated")
-    ctx = TraceContext(home=Path("."), trace="t", con=con, tables=set(), synthetic=True, source_tz=None)
+    ctx = TraceContext(home=Path("."), trace="t", catalog=CatalogConnection(con, "t"), tables=set(), synthetic=True,
+                       source_tz=None)
     typed = sweeps.typed_intervals_sql("raw_intervals", names)
     reference = ctx.query(sweeps.level_seconds_sql(typed, names))
     events_per_sort = data.draw(st.sampled_from([fast_sweep.EVENTS_PER_SORT, 2, 5]))

@@ -15,6 +15,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
+from ddlx.analysis.connection import CatalogConnection
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.fast import sweep as fast_sweep
 from ddlx.analysis.sweeps import level_seconds, typed_intervals_sql
@@ -25,7 +26,8 @@ def _context(scratch: Path | None = None) -> TraceContext:
     con = duckdb.connect()
     if scratch is not None:
         con.execute(f"SET temp_directory = '{scratch}'")
-    return TraceContext(home=Path("."), trace="t", con=con, tables=set(), synthetic=False, source_tz=None)
+    return TraceContext(home=Path("."), trace="t", catalog=CatalogConnection(con, "t"), tables=set(), synthetic=False,
+                        source_tz=None)
 
 
 def _intervals(seed: int) -> list[tuple[int, int, int, bool]]:
@@ -145,13 +147,13 @@ def test_level_seconds_in_groups_reads_the_intervals_once(tmp_path: Path, monkey
     ctx.execute("CREATE TABLE source AS SELECT range AS key, range AS t_start, 2 * range + 5 AS t_end, 1 AS n "
                 "FROM range(40)")
     monkeypatch.setattr(fast_sweep, "EVENTS_PER_SORT", 4)
-    sort = TraceContext.batches
+    sort = CatalogConnection.batches
 
-    def drop_then_sort(self: TraceContext, sql: str, rows: int) -> Iterator[pa.RecordBatch]:
+    def drop_then_sort(self: CatalogConnection, sql: str, rows: int) -> Iterator[pa.RecordBatch]:
         self.con.execute("DROP TABLE IF EXISTS source")
         return sort(self, sql, rows)
 
-    monkeypatch.setattr(TraceContext, "batches", drop_then_sort)
+    monkeypatch.setattr(CatalogConnection, "batches", drop_then_sort)
     frame = level_seconds(ctx, "source", ("n",), intervals_count=40)
     assert dict(zip(frame["key"], frame["seconds"])) == {key: float(key + 5) for key in range(40)}
 
@@ -169,7 +171,7 @@ def test_a_failing_sweep_query_is_a_catalog_error() -> None:
 
 def test_a_batch_stream_left_early_frees_the_connection() -> None:
     ctx = _context()
-    batches = ctx.batches("SELECT * FROM range(2000000) ORDER BY range DESC", 1000)
+    batches = ctx.catalog.batches("SELECT * FROM range(2000000) ORDER BY range DESC", 1000)
     assert next(batches).column(0).to_pylist()[:2] == [1999999, 1999998]
     batches.close()
     assert ctx.query("SELECT 42 AS x")["x"].to_list() == [42]

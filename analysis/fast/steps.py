@@ -76,7 +76,7 @@ def summed(changes: pa.Table, groups: Sequence[str], multithreaded: bool = True)
 def fits_in_memory(ctx: TraceContext, jobs_where: str) -> bool:
     """True when the jobs holding GPUs (those of `jobs_where`, `sql.allocated_jobs_where`) make at
     most `STEPS_SUMMED_IN_MEMORY` changes (two each)."""
-    jobs = ctx.once(f"allocated jobs where {jobs_where}", lambda: ctx.one_row(
+    jobs = ctx.kept.once(f"allocated jobs where {jobs_where}", lambda: ctx.one_row(
         f"SELECT count(*) AS n FROM {ctx.jobs} WHERE {jobs_where}")["n"])
     return 2 * jobs <= STEPS_SUMMED_IN_MEMORY
 
@@ -101,7 +101,7 @@ def summed_both_ways(ctx: TraceContext, groups: Sequence[str], changes_sql: str,
     (`delta`, `delta_x`). Whether they fit in memory is decided on the held jobs, the more."""
     if not fast_paths() or not fits_in_memory(ctx, held_jobs_where):
         return None
-    if ctx.product_computed(held_product):
+    if ctx.catalog.product_computed(held_product):
         return summed(ctx.arrow(changes_sql), groups, ctx.sorts_in_parallel)
     both = ctx.arrow(both_ways_sql)
     columns = "".join(f"{c}, " for c in [*groups, "ts", "x"])
@@ -110,7 +110,7 @@ def summed_both_ways(ctx: TraceContext, groups: Sequence[str], changes_sql: str,
                                  FROM {both_ways} WHERE ended_changes > 0""")
     held = summed(both.select([*groups, "ts", "x", "delta", "delta_x"]), groups, ctx.sorts_in_parallel)
     if held is not None:
-        ctx.offer_product(held_product, held)
+        ctx.catalog.offer_product(held_product, held)
     return summed(left_out, groups, ctx.sorts_in_parallel)
 
 

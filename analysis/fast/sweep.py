@@ -148,7 +148,7 @@ class _Packing:
         intervals = self.intervals
         events = np.empty(2 * intervals, dtype=np.int64)  # the starts, then the ends
         filled = 0
-        for batch in ctx.batches(sql, FETCH_ROWS):
+        for batch in ctx.catalog.batches(sql, FETCH_ROWS):
             rows = batch.num_rows
             if filled + rows > intervals:
                 raise CatalogError("interval sweep: the intervals changed while they were read")

@@ -258,7 +258,7 @@ def pai_request_vs_usage_tables(ctx: TraceContext) -> tuple[pl.DataFrame, pl.Dat
         with materialized(ctx, f"SELECT * FROM {pai_task_usage_sql(ctx)}", "pai_task_usage") as usage:
             return pai_request_vs_usage(ctx, usage), pai_usage_ratio_cdf(ctx, usage)
 
-    return ctx.once("pai_request_vs_usage_tables", compute, keep=True)
+    return ctx.kept.once("pai_request_vs_usage_tables", compute, keep=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,7 +313,7 @@ def colocation_distribution(ctx: TraceContext) -> pl.DataFrame:
     and over all machines (definition `sharing.colocation.concurrent_instances`), counting
     instances without an end as `ctx.holds_open("instance")` says. Both ways of counting come
     from one sweep, computed once per run."""
-    both = ctx.once("pai_colocation_distributions", lambda: _colocation_distributions(ctx), keep=True)
+    both = ctx.kept.once("pai_colocation_distributions", lambda: _colocation_distributions(ctx), keep=True)
     return both.filter(pl.col("held_open") == ctx.holds_open("instance")).drop("held_open")
 
 
@@ -466,8 +466,9 @@ def pai_queue_definitions(ctx: TraceContext) -> pl.DataFrame:
             USING (job_name, task_name)"""))
     selects = [f"SELECT '{definition}' AS definition, '{per}' AS per, count(*) AS rows, {quantiles} FROM ({rows})"
                for definition, per, rows in parts]
-    frame = ctx.computed(" UNION ALL ".join(selects), lambda: pl.concat([ctx.query(select) for select in selects]),
-                         keep="pai_queue_definitions")
+    frame = ctx.catalog.computed(" UNION ALL ".join(selects),
+                                 lambda: pl.concat([ctx.query(select) for select in selects]),
+                                 keep="pai_queue_definitions")
     return frame.rename({"jobs_with_value": "rows_with_value"})
 
 

@@ -119,7 +119,7 @@ def _notebook_share(condition: str):
 
     def compute(ctx: TraceContext) -> float | None:
         require_tables(ctx, "pai_task_table", "pai_job_table", "pai_instance_table")
-        return ctx.once("pai_notebook_shares", lambda: _notebook_shares(ctx))[condition]
+        return ctx.kept.once("pai_notebook_shares", lambda: _notebook_shares(ctx))[condition]
 
     return compute
 
