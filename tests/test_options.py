@@ -118,3 +118,85 @@ def test_no_module_reads_an_option_by_a_string_key() -> None:
     found = [f"{path.relative_to(ROOT)}:{number}" for path in sorted((ROOT / "analysis").rglob("*.py"))
              for number, line in enumerate(path.read_text().splitlines(), 1) if reads.search(line)]
     assert found == []
+
+
+# -- kept results ----------------------------------------------------------------------------------
+
+#: An option, a value other than its default, the module whose numbers it changes, and the trace.
+CHANGES = [
+    ("resolution_s", 1800, "utilization", "philly"),
+    ("window", "active", "utilization", "philly"),
+    ("top_percents", [5, 50], "users", "philly"),
+    ("top_users", 3, "users", "philly"),
+    ("top_users", 3, "failures", "philly"),
+    ("top_vcs", 2, "queueing", "philly"),
+    ("top_vcs", 2, "failures", "philly"),
+    ("queue_thresholds_s", [30, 900], "queueing", "philly"),
+    ("placement_seeds", 1, "sharing", "pai-v2023"),
+    ("idle_gpu_util_percent", 50, "gpu_efficiency", "mycluster"),
+    ("idle_sm_active", 0.45, "gpu_efficiency", "smcluster"),
+]
+
+
+@pytest.fixture(scope="module")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Data homes by dataset: SYNTHETIC Philly and Alibaba v2023 samples, and a Slurm import with GPU
+    samples written by hand, of gpu_util (mycluster) or of sm_active alone (smcluster)."""
+    from ddlx.datasets.importers import import_dataset
+    from ddlx.datasets.ingest import ingest
+    from ddlx.datasets.telemetry.store import Chunk, write_chunk
+    from ddlx.datasets.traces.pai_v2023.generator import generate as generate_v2023
+    from ddlx.datasets.traces.philly.generator import generate as generate_philly
+    from tests.test_gpu_efficiency import SACCT, SM_ACTIVE, _frame, _write_samples
+
+    folder = tmp_path_factory.mktemp("options")
+    found = {}
+    for trace, generate in (("philly", generate_philly), ("pai-v2023", generate_v2023)):
+        generate(folder / trace / "release", scale=0.004, seed=5)
+        ingest(trace, folder / trace / "release", folder / trace / "home")
+        found[trace] = folder / trace / "home"
+    (folder / "sacct.txt").write_text(SACCT)
+    telemetry = folder / "telemetry"
+    for dataset in ("mycluster", "smcluster"):
+        import_dataset(dataset, folder / "sacct.txt", telemetry, preset="slurm", tz="UTC")
+        found[dataset] = telemetry
+    _write_samples(telemetry, "mycluster")
+    minutes = Chunk("hand", "sm_active", "2024-05-01T10:00:00+00:00", "2024-05-01T10:10:00+00:00")
+    write_chunk(telemetry, "smcluster", minutes, _frame("sm_active", {("n01", 0): SM_ACTIVE}))
+    return found
+
+
+def _tables(home: Path, dataset: str, module: str, options: dict, cache: bool = True) -> tuple[dict, dict]:
+    """The tables of `module` by name and the kept results' summary of a run with `options`."""
+    from ddlx.analysis.runner import run_analysis
+
+    result = run_analysis(home, dataset, [module], options=options, cache=cache)
+    return {t.name: t.frame for t in result.module(module).tables}, result.provenance["kept_results"]
+
+
+def _same(left, right) -> bool:
+    """True when two frames hold the same rows (floats within 1e-9: the fill-up experiment's seeds
+    are summed in the order its processes end)."""
+    from polars.testing import assert_frame_equal
+
+    try:
+        assert_frame_equal(left, right, rel_tol=1e-9, abs_tol=1e-12)
+    except AssertionError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("option", "value", "module", "dataset"), CHANGES)
+def test_an_option_that_changes_a_number_changes_the_key_of_its_kept_results(
+        homes: dict[str, Path], option: str, value: object, module: str, dataset: str, speedups_on: None,
+        duckdb_on_one_thread: None) -> None:
+    home = homes[dataset]
+    default, _ = _tables(home, dataset, module, {})  # keeps the results at the defaults
+    kept, summary = _tables(home, dataset, module, {option: value})
+    fresh, _ = _tables(home, dataset, module, {option: value}, cache=False)
+    changed = [name for name in fresh if name not in default or not _same(default[name], fresh[name])]
+    assert changed, f"{option} = {value!r} changes no table of {module}"
+    # the run with the option read the default's kept results that it shares, computed the others
+    assert sorted(kept) == sorted(fresh) and all(_same(kept[name], fresh[name]) for name in fresh), changed
+    assert summary["folder"] is not None
+    assert summary["read"] > 0, summary
