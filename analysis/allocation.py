@@ -245,7 +245,7 @@ def _decimal_change_sql(change: str, prefix: str = "") -> str:
 
 def shared_steps(ctx: TraceContext, groups: Sequence[str], window: Window) -> str:
     """`integrable_steps_sql` of `groups` over `window` as a product of the run
-    (`TraceContext.product`), which the allocation and the load at submission read; returns its
+    (`CatalogConnection.product`), which the allocation and the load at submission read; returns its
     name. Its rows are found faster by `ddlx.analysis.fast.steps`: summed in memory; for a trace
     that leaves out its started jobs without an end, together with the steps that hold them to the
     end; for the whole trace, those of its one cluster."""

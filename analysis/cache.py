@@ -14,7 +14,7 @@ the key of everything it depends on, so it is always the one the run would compu
 - ddlx itself: a fingerprint of every source file of the installed package and of the versions of
   DuckDB, polars, NumPy and PyArrow (an upgrade or an edit of ddlx computes everything anew);
 - the result: the full text of its query, or, for a result computed in Python, its name and
-  parameters (`TraceContext.once`).
+  parameters (`KeptResults.once`).
 
 Beyond the results kept by name, every query of the catalog alone (`TraceContext.query`) whose
 result has at most `SMALL_RESULT_ROWS` rows is kept under its text (`small_result`): the tables,

@@ -5,6 +5,10 @@ canonical `jobs` view (restricted to the trace) and the canonical views the trac
 (`gpu_capacity`, `attempts`, ...: `ddlx.datasets.canonical.VIEWS`), opened under those names on
 the connection, and ask whether a view is present (`has_view`). Science that only one trace's
 records allow is declared by that trace (`ddlx.analysis.trace_parts`).
+
+`TraceContext` is what the trace is, and the parts of the run, each in its own module: the
+connection (`ddlx.analysis.connection`), the results computed once and kept (`ddlx.analysis.kept`),
+the reduction engine (`ddlx.analysis.engines.RunEngine`) and the options (`ddlx.analysis.options`).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ DuckDB keeps both cores busy within a query, but a module's own NumPy and Python
 serial parts of DuckDB's plans, leave one core idle most of the time; a second module fills it.
 The parts of the run (each module, and the papers' figures) wait in one queue, longest first, and
 a connection that is free takes the next. The two connections share one DuckDB database, so its
-memory limit holds for both, the results computed once (`TraceContext.once`), the run's products
-(`TraceContext.product`: what several modules read, made by whichever asks first) and one set of
+memory limit holds for both, the results computed once (`KeptResults.once`), the run's products
+(`CatalogConnection.product`: what several modules read, made by whichever asks first) and one set of
 kept results (`ddlx.analysis.cache`). Results are the same either way and are returned in the
 modules' order. The two connections are a speed-up (`ddlx.analysis.fast`): `DDLX_PLAIN=lanes` (or
 `1`) runs the modules one after the other on one connection.

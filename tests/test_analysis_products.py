@@ -1,4 +1,4 @@
-"""The run's products (`TraceContext.product`): what several modules read (the allocation steps, read
+"""The run's products (`CatalogConnection.product`): what several modules read (the allocation steps, read
 by utilization and by queueing's load at submission) is declared by its query and made when first
 read, whichever module and connection that is, its fast rows computed once for the run. Modules do
 not depend on the order they run in, nor on which connection runs them."""
