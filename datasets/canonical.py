@@ -20,6 +20,10 @@ class CanonicalColumn:
     description: str
 
 
+#: Thousandths of one unit: GPU requests and CPU requests are counted in thousandths of a GPU (milli-GPU)
+#: and of a core (milli-core) wherever ddlx counts them in whole numbers (`gpu_milli`, `cpu_milli`).
+MILLI = 1000
+
 #: The canonical job states. Adapters map their raw states onto these and keep the raw one.
 STATES: tuple[str, ...] = ("completed", "failed", "cancelled", "running", "pending")
 

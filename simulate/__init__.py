@@ -12,6 +12,7 @@ See docs/simulate.md for the cluster model, each policy and every metric.
 
 from __future__ import annotations
 
+import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import polars as pl
 
+from ddlx.datasets.canonical import MILLI
 from ddlx.simulate.engine import Schedule, simulate_policy
 from ddlx.simulate.policies import (
     DEFAULT_LAS_DEMOTION,
@@ -42,9 +44,7 @@ from ddlx.simulate.policies import (
 )
 from ddlx.simulate.results import SIMULATION_DEFINITIONS, PolicyResult, SimulationReport, summarize, write_json
 from ddlx.simulate.workload import (
-    CPU_UNITS_PER_CORE,
     EXCLUSION_REASONS,
-    GPU_UNITS_PER_GPU,
     Capacity,
     SimulationError,
     Workload,
@@ -56,8 +56,8 @@ from ddlx.simulate.workload import (
 )
 
 __all__ = [
-    "CPU_UNITS_PER_CORE", "DEFAULT_TIE_BREAK", "EXCLUSION_REASONS", "GPU_UNITS_PER_GPU", "LAS_DEMOTIONS",
-    "LAS_PREEMPTIONS", "LAS_QUEUE_ORDERS", "LAS_STALE_ENDS", "LAS_THRESHOLDS_GPU_S",
+    "DEFAULT_TIE_BREAK", "EXCLUSION_REASONS", "LAS_DEMOTIONS",
+    "LAS_PREEMPTIONS", "LAS_QUEUE_ORDERS", "LAS_STALE_ENDS", "LAS_THRESHOLDS_GPU_S", "MILLI",
     "POLICIES", "SIMULATION_DEFINITIONS", "TIE_BREAKS", "TIRESIAS_LAS", "TIRESIAS_LAS_THRESHOLDS_GPU_S",
     "Capacity", "Policy", "PolicyResult", "Predictor", "Schedule", "SimulationError", "SimulationReport",
     "Workload", "build_workload", "check_las_settings", "check_tie_break", "estimates_from_predictor", "las_policy",
@@ -66,6 +66,17 @@ __all__ = [
     "simulate", "simulate_policy", "simulate_trace", "summarize", "trace_capacity", "workload_from_arrays",
     "write_json",
 ]
+
+#: Former names of `MILLI` (GPU units per GPU, CPU units per core), kept importable.
+_FORMER_NAMES = {"GPU_UNITS_PER_GPU": "MILLI", "CPU_UNITS_PER_CORE": "MILLI"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FORMER_NAMES:
+        warnings.warn(f"ddlx.simulate.{name} is deprecated; use ddlx.simulate.{_FORMER_NAMES[name]} (thousandths)",
+                      DeprecationWarning, stacklevel=2)
+        return MILLI
+    raise AttributeError(f"module 'ddlx.simulate' has no attribute '{name}'")
 
 
 class Predictor(Protocol):

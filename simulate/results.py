@@ -16,6 +16,7 @@ import polars as pl
 from ddlx import display
 from ddlx.analysis.definitions import Definition
 from ddlx.atomic import write_text_atomic
+from ddlx.datasets.canonical import MILLI
 from ddlx.simulate.engine import Schedule
 from ddlx.simulate.policies import (
     DEFAULT_TIE_BREAK,
@@ -26,7 +27,7 @@ from ddlx.simulate.policies import (
     TIE_BREAKS,
     Policy,
 )
-from ddlx.simulate.workload import CPU_UNITS_PER_CORE, EXCLUSION_REASONS, GPU_UNITS_PER_GPU, Workload
+from ddlx.simulate.workload import EXCLUSION_REASONS, Workload
 
 SIMULATION_DEFINITIONS: tuple[Definition, ...] = (
     Definition(
@@ -101,7 +102,7 @@ def summarize(workload: Workload, policy: Policy, schedule: Schedule) -> PolicyR
         "queue_p95_s": quantile(queue, 0.95),
         "makespan_s": makespan,
         "busy_gpu_s": schedule.busy_gpu_s,
-        "work_gpu_s": float(np.sum(workload.gpu_units() * workload.run_s) / GPU_UNITS_PER_GPU),
+        "work_gpu_s": float(np.sum(workload.gpu_units() * workload.run_s) / MILLI),
         "gpu_utilization": schedule.busy_gpu_s / window if window > 0 else None,
         "preemptions": schedule.preemptions if policy.preemptive else None,
         "preempted_jobs": schedule.preempted_jobs if policy.preemptive else None,
@@ -132,7 +133,7 @@ class SimulationReport:
                 "rule": "a job starts only when both its GPUs and its CPU cores (num_cpus, counted in thousandths "
                         f"of a core) fit in the free ones of the pool of {workload.cpu_capacity:g} cores; a job "
                         "without a CPU request asks for none",
-                "units_per_core": CPU_UNITS_PER_CORE}
+                "units_per_core": MILLI}
 
     def result(self, policy: str) -> PolicyResult:
         return next(r for r in self.results if r.policy == policy)
@@ -163,7 +164,7 @@ class SimulationReport:
                 "exclusion_reasons": {key: EXCLUSION_REASONS[key] for key in workload.excluded},
                 "first_submission_utc": origin,
                 "submitted_from_utc": workload.source.get("submitted_from_utc"),
-                "work_gpu_s": float(np.sum(workload.gpu_units() * workload.run_s) / GPU_UNITS_PER_GPU),
+                "work_gpu_s": float(np.sum(workload.gpu_units() * workload.run_s) / MILLI),
             },
             "las_thresholds_gpu_s": list(las.thresholds_gpu_s) if las else None,
             "las_settings": _las_settings(las.las_settings) if las and las.las_settings else None,

@@ -7,11 +7,11 @@ order of `EXCLUSION_REASONS`. Submission times are replayed as recorded, in seco
 simulated submission; jobs are ordered by submission time, then job id (missing ids last).
 
 GPU requests keep their fractions (some traces ask for parts of a GPU): the engine counts GPUs in
-thousandths (`GPU_UNITS_PER_GPU`), a request rounded to the nearest thousandth, and never below one.
+thousandths (`MILLI`), a request rounded to the nearest thousandth, and never below one.
 
 CPUs are modelled only when a CPU capacity is given (`cpus`, total cores of the pool): each job
 then also asks for its canonical `num_cpus` (cores of the whole job), counted in thousandths of a
-core (`CPU_UNITS_PER_CORE`), rounded to the nearest; a job without a CPU request (missing,
+core (`MILLI`), rounded to the nearest; a job without a CPU request (missing,
 not a number, or below 0) asks for none and is counted in `cpu_requests_missing`; a job asking
 for more cores than the pool is left out (`larger_than_cluster_cpus`). Without a CPU capacity the
 CPU requests are not read at all.
@@ -28,14 +28,9 @@ import numpy as np
 import polars as pl
 
 from ddlx.analysis.context import TraceContext
+from ddlx.datasets.canonical import MILLI
 from ddlx.datasets.sqltext import sql_string
 from ddlx.errors import DdlxError
-
-#: GPUs are counted in thousandths of a GPU inside the engine (exact integer arithmetic).
-GPU_UNITS_PER_GPU = 1000
-
-#: CPU cores are counted in thousandths of a core inside the engine, when CPUs are modelled.
-CPU_UNITS_PER_CORE = 1000
 
 #: Why a job is not simulated, in the order the reasons are tested (a job counts under the first).
 EXCLUSION_REASONS: dict[str, str] = {
@@ -100,10 +95,10 @@ class Workload:
 
     def gpu_units(self) -> np.ndarray:
         """Requests in thousandths of a GPU (int64): rounded to the nearest, at least 1."""
-        return np.maximum(np.rint(self.gpus * GPU_UNITS_PER_GPU), 1).astype(np.int64)
+        return np.maximum(np.rint(self.gpus * MILLI), 1).astype(np.int64)
 
     def capacity_units(self) -> int:
-        return int(round(self.capacity.gpus * GPU_UNITS_PER_GPU))
+        return int(round(self.capacity.gpus * MILLI))
 
     @property
     def models_cpus(self) -> bool:
@@ -115,11 +110,11 @@ class Workload:
         not modelled."""
         if self.cpus is None:
             return np.zeros(self.jobs, dtype=np.int64)
-        return np.rint(self.cpus * CPU_UNITS_PER_CORE).astype(np.int64)
+        return np.rint(self.cpus * MILLI).astype(np.int64)
 
     def cpu_capacity_units(self) -> int:
         """The pool's cores in thousandths of a core (0 when CPUs are not modelled)."""
-        return int(round(self.cpu_capacity * CPU_UNITS_PER_CORE)) if self.cpu_capacity is not None else 0
+        return int(round(self.cpu_capacity * MILLI)) if self.cpu_capacity is not None else 0
 
     def with_estimates(self, estimate_s: np.ndarray) -> "Workload":
         """The same workload carrying `estimate_s` (one predicted run time per job, seconds)."""

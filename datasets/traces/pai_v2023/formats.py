@@ -87,6 +87,7 @@ from pathlib import Path
 import polars as pl
 
 from ddlx.analysis.context import TraceContext
+from ddlx.datasets.canonical import MILLI
 from ddlx.datasets.export.jobs import ExportRequest, write_table, write_text
 from ddlx.datasets.export.model import ExportError, ExportFormat, LossReport, Written
 from ddlx.datasets.traces.pai_v2023.reader import POD_PHASES, PODS, REAL_WORKLOAD
@@ -104,8 +105,6 @@ GPUS_PER_NODE = 8
 #: The simulator's largest node spec: CPU (thousandths of a core) and memory (MiB) of a built node.
 NODE_CPU_MILLI = 128_000
 NODE_MEMORY_MIB = 1_048_576
-#: Thousandths of one GPU.
-MILLI = 1000
 #: The CPU request (thousandths of a core) of a pod whose dataset records none, unless `--option
 #: cpu_milli` says otherwise: Kubernetes' `DefaultMilliCPURequest`, what its scheduler counts for a pod
 #: without a CPU request.
