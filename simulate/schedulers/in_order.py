@@ -69,14 +69,16 @@ class WalkOrder(Scheduler):
     def schedule(self, now: float) -> None:
         engine, waiting = self.engine, self.waiting
         need, cpu_need = engine.need, engine.cpu_need
+        free, free_cpus = engine.free, engine.free_cpus
         kept: list[tuple[int, int]] = []
         for position, entry in enumerate(waiting):
-            if engine.free <= 0:
+            if free <= 0:
                 kept.extend(waiting[position:])
                 break
             job = entry[1]
-            if need[job] <= engine.free and cpu_need[job] <= engine.free_cpus:
+            if need[job] <= free and cpu_need[job] <= free_cpus:
                 engine.launch(job, now)
+                free, free_cpus = engine.free, engine.free_cpus
             elif self.backfill:
                 kept.append(entry)
             else:
