@@ -31,7 +31,7 @@ no preemption). Each scheduler's rules are in its module: `schedulers.in_order` 
 fifo and sjf on GPUs only (`HeapOrder`) and las with the default settings (`LasHeap`), O(log n) per
 event; `fast=False` runs every policy on its plain path, which walks the waiting (and running) jobs
 at each instant, O(jobs running + waiting) per instant. The two give the same schedule to the bit
-(tests/test_simulate_engine.py, tests/test_simulate_las.py). LAS with CPUs modelled is not offered.
+(tests/test_simulate_schedulers.py, tests/test_simulate_las.py). LAS with CPUs modelled is not offered.
 """
 
 from __future__ import annotations
