@@ -12,7 +12,6 @@ See docs/simulate.md for the cluster model, each policy and every metric.
 
 from __future__ import annotations
 
-import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -66,18 +65,6 @@ __all__ = [
     "simulate", "simulate_policy", "simulate_trace", "summarize", "trace_capacity", "workload_from_arrays",
     "write_json",
 ]
-
-#: Former names of `MILLI` (GPU units per GPU, CPU units per core), kept importable.
-_FORMER_NAMES = {"GPU_UNITS_PER_GPU": "MILLI", "CPU_UNITS_PER_CORE": "MILLI"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FORMER_NAMES:
-        warnings.warn(f"ddlx.simulate.{name} is deprecated; use ddlx.simulate.{_FORMER_NAMES[name]} (thousandths)",
-                      DeprecationWarning, stacklevel=2)
-        return MILLI
-    raise AttributeError(f"module 'ddlx.simulate' has no attribute '{name}'")
-
 
 class Predictor(Protocol):
     """What sjf-predicted needs of a predictor: `predict(jobs)` on canonical job rows returning a

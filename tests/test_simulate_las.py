@@ -344,3 +344,17 @@ def test_cli_unknown_las_setting_is_a_usage_error(cli, order_home: Path, tmp_pat
                  "--out", out, "--data-home", order_home)
     assert_clean_failure(result, "unknown LAS preemption 'none'", "lowest-first, refill", code=2)
     assert not out.exists()
+
+
+def test_stale_ends_alone_take_the_rounds_which_keep_them() -> None:
+    """`las_policy(stale_ends=True)` with every other setting at its default: the fast path (which
+    has no stale ends to keep) must not take it, so fast and plain give one schedule."""
+    rng = random.Random(7)
+    policy = las_policy((2.0,), stale_ends=True)
+    for _ in range(150):
+        n = rng.randint(2, 8)
+        workload = workload_from_arrays([rng.randint(0, 6) for _ in range(n)], [rng.choice([1, 2]) for _ in range(n)],
+                                        [rng.randint(1, 6) for _ in range(n)], capacity_gpus=2)
+        fast, plain = simulate_policy(workload, policy), simulate_policy(workload, policy, fast=False)
+        assert (fast.end_s.tolist(), fast.first_start_s.tolist(), fast.ended_early) == (
+            plain.end_s.tolist(), plain.first_start_s.tolist(), plain.ended_early)

@@ -91,8 +91,4 @@ def test_thousandths_have_one_name() -> None:
     workload = workload_from_arrays([0, 0], [0.25, 1 / 3], [1, 1], capacity_gpus=2.5)
     assert workload.gpu_units().tolist() == [250, 333] and workload.capacity_units() == 2500
     assert ddlx.simulate.MILLI is MILLI and MILLI == 1000
-    for former in ("GPU_UNITS_PER_GPU", "CPU_UNITS_PER_CORE"):
-        with pytest.warns(DeprecationWarning, match=f"{former} is deprecated; use ddlx.simulate.MILLI"):
-            assert getattr(ddlx.simulate, former) == 1000
-    with pytest.raises(AttributeError):
-        ddlx.simulate.NOT_A_NAME  # noqa: B018
+    assert not hasattr(ddlx.simulate, "GPU_UNITS_PER_GPU") and not hasattr(ddlx.simulate, "CPU_UNITS_PER_CORE")

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-#: One whole GPU in milli-GPU.
-MILLI = 1000
+from ddlx.datasets.canonical import MILLI
 
 #: Tags of GPU-requesting tasks used by the gpu-clustering policy (index 0 = GPU-sharing task,
 #: index k = task of k whole GPUs); CPU-only tasks carry no tag.

@@ -32,6 +32,7 @@ def scheduler_class(policy: Policy, models_cpus: bool, fast: bool = True) -> typ
         return RemainingTime
     if policy.thresholds_gpu_s:
         defaults = ((policy.las_demotion, policy.las_queue_order, policy.las_preemption)
-                    == (DEFAULT_LAS_DEMOTION, DEFAULT_LAS_QUEUE_ORDER, DEFAULT_LAS_PREEMPTION))
+                    == (DEFAULT_LAS_DEMOTION, DEFAULT_LAS_QUEUE_ORDER, DEFAULT_LAS_PREEMPTION)
+                    and not policy.las_stale_ends)  # the heap has no stale ends to keep
         return LasHeap if fast and defaults else LasRounds
     return HeapOrder if fast and not models_cpus else WalkOrder
