@@ -4,9 +4,7 @@ number by its reference query, one connection, nothing kept) gives the same tabl
 the same findings and reproduced figures.
 
 DuckDB runs on one thread in both (`duckdb_on_one_thread`): its parallel sums of DOUBLEs differ in
-the last bit from run to run, so only then do two runs differ where their code does. One table
-differs in the last bits from any run to the next, with or without the speed-ups
-(`RUN_TO_RUN`): it is compared to 1e-12 of its values.
+the last bit from run to run, so only then do two runs differ where their code does.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from polars.testing import assert_frame_equal
 
 from ddlx.analysis.fast import PLAIN_ENV
 from ddlx.analysis.model import AnalysisResult
@@ -22,10 +19,6 @@ from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.synthetic import ensure_sample
 from ddlx.datasets.traces import TRACES
 from tests.test_analysis_cache import _outputs as tables_and_findings
-
-#: Tables whose DOUBLEs differ in the last bits from run to run, and why.
-RUN_TO_RUN = {"sharing/fill_up_curves": "the placement experiment's means over seeds are Polars group-by sums "
-                                        "taken on several threads in no fixed order"}
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("duckdb_on_one_thread")]
 
@@ -64,9 +57,6 @@ def test_the_plain_path_gives_every_table_and_finding_of_the_fast_one(
         fast_tables, fast_findings = tables_and_findings(fast)
         assert fast_tables.keys() == plain_tables.keys()
         for name, frame in fast_tables.items():
-            if name in RUN_TO_RUN:
-                assert_frame_equal(frame, plain_tables[name], rel_tol=1e-12, abs_tol=0.0)
-            else:
-                assert frame.schema == plain_tables[name].schema and frame.equals(plain_tables[name]), name
+            assert frame.schema == plain_tables[name].schema and frame.equals(plain_tables[name]), name
         assert fast_findings == plain_findings
         assert _figures(fast) == _figures(plain)

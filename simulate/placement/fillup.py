@@ -270,9 +270,9 @@ def _per_seed_bin_mean(bins: pl.DataFrame, level: float, column: str) -> pl.Data
     exact = pl.col("arrived_percent") == percent
     return (bins.filter(pl.col("arrived_percent").is_between(percent - 1, percent + 1))
             .group_by("policy", "seed")
-            .agg(pl.col("total").filter(exact).sum().alias("exact_total"),
+            .agg(pl.col("total").filter(exact).sort().sum().alias("exact_total"),
                  pl.col("rows").filter(exact).sum().alias("exact_rows"),
-                 pl.col("total").sum().alias("near_total"), pl.col("rows").sum().alias("near_rows"))
+                 pl.col("total").sort().sum().alias("near_total"), pl.col("rows").sum().alias("near_rows"))
             .select("policy", "seed", pl.when(pl.col("exact_rows") > 0)
                     .then(pl.col("exact_total") / pl.col("exact_rows"))
                     .otherwise(pl.col("near_total") / pl.col("near_rows")).alias(column)))
@@ -282,19 +282,20 @@ def summary_at(results: pl.DataFrame, levels: Sequence[float] = (0.9, 0.95, 1.0)
                column: str = "unallocated_share", reading: str = DEFAULT_READING) -> pl.DataFrame:
     """Per policy and arrived-workload level: mean, min and max over seeds of `column` (default the
     unallocated GPU share), each seed's value read by `reading` (`READINGS`; seeds without a value
-    at a level are left out; `seeds` counts those kept)."""
+    at a level are left out; `seeds` counts those kept). Every sum adds its values in sorted order,
+    so that the means are the same to the bit from run to run (a group's rows come in no fixed order)."""
     check_placement_settings(reading=reading)
     bins = None
     if reading == "bin-mean":
         bins = results.group_by("policy", "seed", "arrived_percent").agg(
-            pl.col(column).sum().alias("total"), pl.len().alias("rows"))
+            pl.col(column).sort().sum().alias("total"), pl.len().alias("rows"))
     rows = []
     for level in levels:
         per_seed = (_per_seed_bin_mean(bins, level, column) if bins is not None
                     else _per_seed_first_reach(results, level, column))
         rows.append(per_seed.group_by("policy").agg(
             pl.lit(level).alias("level"),
-            pl.col(column).mean().alias("mean"),
+            pl.col(column).sort().mean().alias("mean"),
             pl.col(column).min().alias("min"),
             pl.col(column).max().alias("max"),
             pl.len().alias("seeds"),
