@@ -26,18 +26,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from ddlx.datasets.ingest import ingest
-from ddlx.simulate.placement import POLICIES, summary_at
+from ddlx.errors import InputError
+from ddlx.simulate.placement import MILLI, POLICIES, summary_at
 from ddlx.simulate.placement.experiment import cuts_of, run_placement
+from ddlx.simulate.placement.fillup import arrived_percent
 from ddlx.simulate.placement.inputs import read_inputs
 from ddlx.simulate.placement.reference import (
     COMPARED_LEVELS,
@@ -57,6 +62,8 @@ FULL = 1.0
 #: How far ddlx's cut may be from the owners', in percentage points, with as many seeds as the owners.
 CUT_POINTS = 2.0
 OWNERS_SEEDS = 10
+DESCRIPTION = ("The FGD paper's fill-up experiment on the real Alibaba GPU cluster trace v2023: ddlx beside the "
+               "FGD owners' results and, with Go, their simulator's time for one run.")
 
 
 def _cell(row: dict | None) -> str:
@@ -136,63 +143,160 @@ def print_cuts(results: list[dict], seeds: int) -> int:
     return agree
 
 
-def owners_run_time(owners_repo: Path | None) -> tuple[float | None, str]:
-    """(seconds, what) of one owners' run (FGD, default list, tune 1.3, seed 42, as their run
-    scripts) built from its vendored sources, or (None, why it was skipped)."""
+#: The owners' run that is timed: their experiments' settings for FGD (run_scripts/generate_run_scripts.py).
+OWNERS_POLICY, OWNERS_SEED, OWNERS_LIST = "fgd", 42, "default"
+OWNERS_RUN_ARGS = ("-FGD", "1000", "-gpusel", "FGD", "-dimext", "share", "-norm", "max", "-tune", "1.3",
+                   "-tuneseed", str(OWNERS_SEED), "--shuffle-pod=true")
+#: Files of the owners' checkout the timed run needs.
+OWNERS_FILES = ("vendor", "cmd", "scripts/generate_config_and_run.py", "data/pod_csv_to_yaml.py",
+                "data/node_yaml/openb_node_list_gpu_node.yaml")
+#: One line per arrival of the owners' log (pkg/simulator/analysis.go): GPU milli used, GPUs, milli arrived.
+ALLOC_LINE = re.compile(r"\[Alloc\];.*Used GPU Milli: (\d+); Total GPUs: (\d+); Arrived GPU Milli: (\d+)")
+
+
+@dataclass(frozen=True)
+class OwnersRun:
+    """One run of the owners' simulator: `seconds` of wall time of the `simon apply` process (its
+    start, reading its YAML input, the fill-up, writing its log; not the build, not the conversion
+    of the pod CSV to YAML), the build's seconds, the Go version, and its log's arrivals
+    (`read_owners_log`)."""
+
+    seconds: float
+    build_seconds: float
+    go_version: str
+    arrivals: pl.DataFrame
+
+
+def read_owners_log(path: Path) -> pl.DataFrame:
+    """The `[Alloc]` lines of an owners' simulator log, one row per line, in the columns
+    `summary_at` reads: policy, seed, step, arrived_workload and arrived_percent (arrived milli-GPU
+    over the capacity, a share and a whole percent), unallocated_share (1 - used milli-GPU over the
+    capacity; the capacity is Total GPUs x 1000, `InputError` when lines differ on it). Empty when
+    the log has no such line."""
+    used, total, arrived = [], [], []
+    with Path(path).open(encoding="utf-8", errors="replace") as log:
+        for number, line in enumerate(log, start=1):
+            found = ALLOC_LINE.search(line)
+            if found:
+                if total and int(found[2]) != total[0]:
+                    raise InputError(path, f"expected the same Total GPUs on every [Alloc] line ({total[0]}), "
+                                           f"found {found[2]}", line=number)
+                used.append(int(found[1]))
+                total.append(int(found[2]))
+                arrived.append(int(found[3]))
+    capacity = (total[0] if total else 1) * MILLI
+    arrived_milli = np.asarray(arrived, dtype=np.int64)
+    return pl.DataFrame({
+        "policy": [OWNERS_POLICY] * len(used), "seed": [OWNERS_SEED] * len(used),
+        "step": np.arange(1, len(used) + 1, dtype=np.int64),
+        "arrived_workload": arrived_milli / capacity,
+        "arrived_percent": arrived_percent(arrived_milli, capacity),
+        "unallocated_share": 1.0 - np.asarray(used, dtype=np.int64) / capacity,
+    }, schema_overrides={"seed": pl.Int64})
+
+
+def _last_line(done: subprocess.CompletedProcess) -> str:
+    lines = (done.stderr or done.stdout or "").strip().splitlines()
+    return lines[-1] if lines else f"exit code {done.returncode}"
+
+
+def owners_run(owners_repo: Path | None) -> tuple[OwnersRun | None, str]:
+    """Build the owners' simulator from the vendored sources of `owners_repo` (a checkout of
+    hkust-adsl/kubernetes-scheduler-simulator, copied to a temporary folder, with GOFLAGS=-mod=vendor
+    and GOPROXY=off: nothing is downloaded) and time one run as their experiments run it (FGD, the
+    default pod list of the trace folder converted by their data/pod_csv_to_yaml.py, their GPU node
+    YAML, tune 1.3, seed 42). Returns (the run, a one-line description) or (None, why it was skipped)."""
     go = shutil.which("go")
     if go is None:
-        return None, "skipped: no Go toolchain on PATH (`go version` fails); install Go to time the owners' simulator"
-    if owners_repo is None or not (owners_repo / "vendor").is_dir():
+        return None, "skipped: no Go toolchain on PATH (`go` not found); install Go to time the owners' simulator"
+    if owners_repo is None:
         return None, ("skipped: name a checkout of hkust-adsl/kubernetes-scheduler-simulator (with its vendor/ "
                       "folder) with --owners-repo DIR")
+    missing = [name for name in OWNERS_FILES if not (owners_repo / name).exists()]
+    if missing:
+        return None, f"skipped: {owners_repo} is not a checkout of the owners' simulator: no {', '.join(missing)}"
     for module in ("pandas", "yaml"):
         if subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode:
             return None, f"skipped: the owners' input scripts need the Python module {module}"
-
-    def last_line(done: subprocess.CompletedProcess) -> str:
-        lines = (done.stderr or done.stdout or "").strip().splitlines()
-        return lines[-1] if lines else f"exit code {done.returncode}"
-
+    version = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True).stdout.strip() or go
+    env = {**os.environ, "GOFLAGS": "-mod=vendor", "GOPROXY": "off"}
+    pods_csv = TRACES / f"openb_pod_list_{OWNERS_LIST}.csv"
     with tempfile.TemporaryDirectory(prefix="ddlx-owners-") as scratch:
         copy = Path(scratch) / "simulator"
-        shutil.copytree(owners_repo, copy, ignore=shutil.ignore_patterns(".git", "experiments", "bin"))
-        (copy / "bin").mkdir()
+        shutil.copytree(owners_repo, copy, ignore=shutil.ignore_patterns(".git", "experiments", "bin",
+                                                                         "openb_pod_list_*"))
         start = time.perf_counter()
-        built = subprocess.run([go, "build", "-mod=vendor", "-o", "bin/simon", "./cmd"], cwd=copy,
+        built = subprocess.run([go, "build", "-trimpath", "-o", "bin/simon", "./cmd"], cwd=copy, env=env,
                                capture_output=True, text=True)
         build_seconds = time.perf_counter() - start
         if built.returncode:
-            return None, f"skipped: `go build` failed: {last_line(built)}"
-        # the owners' data/prepare_input.sh for the default list: node YAML beside the pods' YAML
-        data = copy / "data"
-        (data / "openb_pod_list_default").mkdir()
-        shutil.copy(data / "node_yaml" / "openb_node_list_gpu_node.yaml", data / "openb_pod_list_default")
-        prepared = subprocess.run([sys.executable, "pod_csv_to_yaml.py", "csv/openb_pod_list_default.csv"], cwd=data,
-                                  capture_output=True, text=True)
+            return None, f"skipped: `go build` ({version}) failed: {_last_line(built)}"
+        # their data/prepare_input.sh for one list: the pods' YAML beside the GPU nodes' YAML
+        inputs = Path(scratch) / "input"
+        (inputs / pods_csv.stem).mkdir(parents=True)
+        shutil.copy(copy / "data" / "node_yaml" / "openb_node_list_gpu_node.yaml", inputs / pods_csv.stem)
+        prepared = subprocess.run([sys.executable, str(copy / "data" / "pod_csv_to_yaml.py"), str(pods_csv)],
+                                  cwd=inputs, capture_output=True, text=True)
         if prepared.returncode:
-            return None, f"skipped: the owners' data/pod_csv_to_yaml.py failed: {last_line(prepared)}"
-        run_dir = copy / "experiments" / "ddlx-benchmark"
-        run_dir.mkdir(parents=True)
+            return None, f"skipped: the owners' data/pod_csv_to_yaml.py failed: {_last_line(prepared)}"
+        run_dir = Path(scratch) / "run"
+        configured = subprocess.run([sys.executable, "scripts/generate_config_and_run.py", "-d", str(run_dir),
+                                     "-f", str(inputs / pods_csv.stem), *OWNERS_RUN_ARGS],
+                                    cwd=copy, capture_output=True, text=True)
+        command = next((line.split("Ex:", 1)[1].split() for line in configured.stdout.splitlines()
+                        if line.strip().startswith("Ex:")), None)
+        if configured.returncode or command is None:
+            return None, f"skipped: the owners' scripts/generate_config_and_run.py failed: {_last_line(configured)}"
+        log_path = run_dir / "simon.log"
         start = time.perf_counter()
-        ran = subprocess.run([sys.executable, "scripts/generate_config_and_run.py", "-d", str(run_dir), "-e", "-b",
-                              "-f", "data/openb_pod_list_default", "-FGD", "1000", "-gpusel", "FGD", "-tune", "1.3",
-                              "-tuneseed", "42", "--shuffle-pod=true"], cwd=copy, capture_output=True, text=True)
+        with log_path.open("wb") as log:
+            ran = subprocess.run(command, cwd=copy, stdout=log, stderr=subprocess.STDOUT)
         seconds = time.perf_counter() - start
-        if ran.returncode or not list(run_dir.glob("log-*.log")):
-            return None, f"skipped: the owners' run failed: {last_line(ran)}"
-        return seconds, f"{seconds:.1f} s for one run (built in {build_seconds:.0f} s with {go})"
+        arrivals = read_owners_log(log_path)
+        if ran.returncode or arrivals.is_empty():
+            tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or [f"exit code {ran.returncode}"]
+            return None, f"skipped: the owners' run failed: {tail[0]}"
+    run = OwnersRun(seconds, build_seconds, version, arrivals)
+    return run, (f"{seconds:.1f} s for one run ({OWNERS_POLICY}, {OWNERS_LIST} list, seed {OWNERS_SEED}, "
+                 f"{arrivals.height:,} arrivals; the simon process only: built in {build_seconds:.0f} s "
+                 f"with {version}, not counted)")
+
+
+def owners_run_check(run: OwnersRun, owners: pl.DataFrame) -> str:
+    """The owners' run's unallocated share at 100 % beside their published value for that seed and
+    their range over all their seeds (the same list and policy)."""
+    mine = summary_at(run.arrivals, (FULL,))["mean"][0]
+    published = owners.filter((pl.col("task_list") == OWNERS_LIST) & (pl.col("policy") == OWNERS_POLICY)
+                              & (pl.col("percent") == round(FULL * 100)))
+    same_seed = published.filter(pl.col("seed") == OWNERS_SEED)["unallocated_share"]
+    low, high = published["unallocated_share"].min(), published["unallocated_share"].max()
+    seed_text = f"{same_seed[0]:.2%}" if same_seed.len() else "not published"
+    inside = "inside" if low - 5e-5 <= mine <= high + 5e-5 else "OUTSIDE"
+    return (f"its unallocated GPU share at {FULL:.0%} arrived workload {mine:.2%} (their published seed "
+            f"{OWNERS_SEED}: {seed_text}; {inside} their range [{low:.2%}, {high:.2%}] over "
+            f"{published.height} seeds)")
+
+
+def _load() -> str:
+    """The machine's load average over the last minute, where the platform reports it."""
+    try:
+        return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    except OSError:
+        return "load average not reported"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=DESCRIPTION)
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--all-lists", action="store_true", help="every pod list of the owners' results (17)")
     which.add_argument("--lists", default="default", help="pod lists, comma-separated (default: default)")
     parser.add_argument("--seeds", type=int, default=10, help="seeds per policy (default 10, as the owners)")
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
-    parser.add_argument("--tie-break", default="random", choices=("random", "name"))
-    parser.add_argument("--owners-repo", type=Path, default=None,
-                        help="a checkout of hkust-adsl/kubernetes-scheduler-simulator to time one owners' run")
+    parser.add_argument("--tie-break", default="random", choices=("random", "name"),
+                        help="ties to a seeded random node (default, as the owners) or to the first by name")
+    parser.add_argument("--owners-repo", type=Path, default=None, metavar="DIR",
+                        help="a checkout of hkust-adsl/kubernetes-scheduler-simulator: build it (needs Go) and time "
+                             "one of its runs (FGD, default list, seed 42)")
     args = parser.parse_args(argv)
     for folder in (TRACES, REFERENCE):
         if not folder.is_dir():
@@ -222,13 +326,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ddlx: {len(lists)} lists x {len(POLICIES)} policies x {args.seeds} seeds = {runs.height} runs in "
           f"{experiment_seconds:.1f} s of wall time ({args.workers} workers; {runs['run_seconds'].sum():.1f} s "
           f"of run time summed; one FGD run {runs.filter(pl.col('policy') == 'fgd')['run_seconds'].mean():.1f} s "
-          f"on average); ingest {ingest_seconds:.1f} s")
-    owners_seconds, what = owners_run_time(args.owners_repo)
-    print(f"owners' simulator: {what}")
-    ours = runs.filter((pl.col("policy") == "fgd") & (pl.col("task_list") == "default"))["run_seconds"]
-    if owners_seconds is not None and ours.len():
-        print(f"one FGD run of the default list: the owners' simulator {owners_seconds:.1f} s, ddlx "
-              f"{ours.mean():.1f} s on average: {owners_seconds / ours.mean():.0f} x")
+          f"on average); ingest {ingest_seconds:.1f} s; {_load()}")
+    run, what = owners_run(args.owners_repo)
+    print(f"owners' simulator: {what}" + (f"; {_load()}" if run is not None else ""))
+    ours = runs.filter((pl.col("policy") == OWNERS_POLICY) & (pl.col("task_list") == OWNERS_LIST))["run_seconds"]
+    if run is not None:
+        print(f"  {owners_run_check(run, owners)}")
+        if ours.len():
+            print(f"one {OWNERS_POLICY} run of the {OWNERS_LIST} list: the owners' simulator {run.seconds:.1f} s "
+                  f"(seed {OWNERS_SEED}), ddlx {ours.mean():.1f} s (mean of {ours.len()} seeds, "
+                  f"{args.workers} workers): the owners' / ddlx = {run.seconds / ours.mean():.1f}")
     return 0
 
 
