@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
 
 from ddlx.analysis.context import TraceContext
@@ -100,12 +99,12 @@ DEFINITIONS: tuple[Definition, ...] = (
     Definition(
         "sharing.fragmentation.expected_unusable_gpus_gpu_pods", "Expected fragmented GPU capacity, GPU pods",
         "GPUs",
-        "sharing.fragmentation.expected_unusable_gpus with M the target workload of the default "
-        "pods that ask for a GPU (target pods 'gpu', docs/placement.md): the same placements, "
-        "measured against the GPU pods' classes (their shares of the GPU pods kept) alone. The "
-        "paper's M includes CPU-only pods, for which every free GPU is a fragment, so on a cluster "
-        "with much free capacity its measure is mostly those pods' share of the free GPUs; this "
-        "one counts only what GPU pods could not use.",
+        "sharing.fragmentation.expected_unusable_gpus, taken in the same replay with M the target "
+        "workload of the default pods that ask for a GPU (target pods 'gpu', docs/placement.md): "
+        "their classes, weighted by their shares of those pods. The paper's M includes CPU-only "
+        "pods, for which every free GPU is a fragment: on a cluster with much free capacity its "
+        "value is mostly their share of the free GPUs, while this one counts only what GPU pods "
+        "cannot use.",
     ),
 )
 
@@ -136,17 +135,12 @@ def replay_fragmentation(ctx: TraceContext) -> FragmentationReplay | None:
     requested = [t.total_gpu_milli for t in tasks_from_frame(pods)]
     if not (nodes["gpus"] > 0).any() or not any(requested):
         return None
-    run = run_replay(nodes, pods, DEFAULT_REPLAY_POLICY, target=target_workload(pods), tie_break=REPLAY_TIE_BREAK)
+    # beside the paper's measure, the same against the GPU pods' classes alone
+    run = run_replay(nodes, pods, DEFAULT_REPLAY_POLICY, target=target_workload(pods), tie_break=REPLAY_TIE_BREAK,
+                     also_against={"gpu_pods": target_workload(pods, from_pods="gpu")})
     if run.times.size == 0:
         return None
-    # The paper's measure against the GPU pods' classes alone, beside it: the same placements (the
-    # target steers no choice of best-fit), measured again.
-    gpu_pods = run_replay(nodes, pods, DEFAULT_REPLAY_POLICY, target=target_workload(pods, from_pods="gpu"),
-                          tie_break=REPLAY_TIE_BREAK, measures=("expected",))
-    if gpu_pods.outcomes != run.outcomes or not np.array_equal(gpu_pods.times, run.times):
-        raise AssertionError("the replay's placements depend on its target workload")
-    frame = run.frame().rename({"t": "t_s"}).with_columns(
-        gpu_pods.frame()["expected_gpus"].alias("expected_gpu_pods_gpus"))
+    frame = run.frame().rename({"t": "t_s"})
     capacity = pl.DataFrame({"gpu_model": run.models, "nodes": run.model_nodes, "gpus": run.model_gpus},
                             schema_overrides={"gpu_model": pl.String, "nodes": pl.Int64, "gpus": pl.Int64})
     outcomes = pods.select(pl.Series("outcome", run.outcomes), pl.Series("gpu_milli", requested, dtype=pl.Int64))
@@ -155,7 +149,7 @@ def replay_fragmentation(ctx: TraceContext) -> FragmentationReplay | None:
 
 #: The measures of the replay under the names of the module's tables.
 _MEASURE_COLUMNS = {"unusable_gpus": "fragmented_gpus", "expected_gpus": "expected_fragmented_gpus",
-                    "expected_gpu_pods_gpus": "expected_fragmented_gpus_gpu_pods"}
+                    "gpu_pods_expected_gpus": "expected_fragmented_gpus_gpu_pods"}
 _SUMMED = ("free_gpus", "free_whole_gpus", "fragmented_gpus", "expected_fragmented_gpus",
            "expected_fragmented_gpus_gpu_pods")
 

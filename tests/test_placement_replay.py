@@ -237,3 +237,20 @@ def test_unknown_fragmentation_variants_are_refused(settings: dict, needle: str)
 def test_unknown_measure_is_refused() -> None:
     with pytest.raises(UsageError, match="unknown fragmentation measure 'mean'"):
         run_replay(NODES, PODS, "best-fit", measures=("mean",))
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_measures_also_against_another_target_equal_a_replay_against_it(case: int) -> None:
+    """best-fit places by no target, so a replay measured also against the GPU pods' target gives,
+    under `gpu_pods_<measure>`, exactly what a replay against that target alone gives."""
+    rng = np.random.default_rng(100 + case)
+    nodes, pods = _random_case(rng)
+    times = rng.integers(0, 20, size=pods.height)
+    pods = pods.with_columns(arrive=pl.Series(times), depart=pl.Series(times + rng.integers(1, 15, size=pods.height)))
+    gpu_target = target_workload(pods, from_pods="gpu")
+    both = run_replay(nodes, pods, "best-fit", also_against={"gpu_pods": gpu_target})
+    alone = run_replay(nodes, pods, "best-fit", target=gpu_target)
+    assert both.placements == alone.placements and np.array_equal(both.times, alone.times)
+    for measure, values in alone.measured_milli.items():
+        assert np.array_equal(both.measured_milli[f"gpu_pods_{measure}"], values), measure
+    assert set(both.frame().columns) >= {"gpu_pods_expected_gpus", "gpu_pods_unusable_gpus", "expected_gpus"}

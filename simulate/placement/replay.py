@@ -19,6 +19,7 @@ the pods' own unit (seconds from the trace start for a trace's pods).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +81,8 @@ class Replay:
     target: TargetWorkload
 
     def frame(self) -> pl.DataFrame:
-        """One row per instant and GPU model (columns `REPLAY_COLUMNS`), in GPUs."""
+        """One row per instant and GPU model (columns `REPLAY_COLUMNS`, then `{name}_{measure}_gpus` for
+        each target of `run_replay`'s `also_against`), in GPUs."""
         t, c = self.free_milli.shape
         return pl.DataFrame({
             "t": np.repeat(self.times, c),
@@ -103,8 +105,8 @@ class _ModelTotals:
     """Free milli-GPU, entirely free GPUs and each measure per GPU-model column, kept current node by
     node (`refresh` after the tracker has measured the node)."""
 
-    def __init__(self, cluster: Cluster, tracker: FragmentationTracker) -> None:
-        self.cluster, self.tracker = cluster, tracker
+    def __init__(self, cluster: Cluster, measured: dict[str, np.ndarray]) -> None:
+        self.cluster, self.measured = cluster, measured
         gpu_nodes = cluster.gpu_count > 0
         self.labels: list[str | None] = list(cluster.models)
         if (gpu_nodes & (cluster.model_idx < 0)).any():
@@ -123,7 +125,7 @@ class _ModelTotals:
         self.last = {key: values.copy() for key, values in current.items()}
 
     def _values(self) -> dict[str, np.ndarray]:
-        return {"free": self.cluster.gpu_left, "whole": self.cluster.full_gpus, **self.tracker.node_values}
+        return {"free": self.cluster.gpu_left, "whole": self.cluster.full_gpus, **self.measured}
 
     def refresh(self, node: int) -> None:
         column = self.column[node]
@@ -140,7 +142,8 @@ class _ModelTotals:
 def run_replay(cluster_nodes: pl.DataFrame | Cluster, pods: pl.DataFrame,
            policy: str | PlacementPolicy = DEFAULT_REPLAY_POLICY, seed: int = 0, *,
            target: TargetWorkload | None = None, tie_break: str = DEFAULT_TIE_BREAK,
-           measures: tuple[str, ...] = tuple(FRAGMENTATION_MEASURES)) -> Replay:
+           measures: tuple[str, ...] = tuple(FRAGMENTATION_MEASURES),
+           also_against: Mapping[str, TargetWorkload] | None = None) -> Replay:
     """Replay `pods` on the nodes (frame for `Cluster.from_frames`, or a Cluster, which is copied)
     under `policy` (name in `POLICIES` or instance), with the module docstring's events.
 
@@ -148,14 +151,20 @@ def run_replay(cluster_nodes: pl.DataFrame | Cluster, pods: pl.DataFrame,
     gpu_models) and `arrive` and `depart` (integer times, null = never arrives / never leaves), in
     the order arrivals at one instant are placed. `seed` and `tie_break` as in the fill-up. `target`
     (default: the paper's target workload of `pods`, `target_workload`) is what the fragmentation
-    measures (`measures`, names of `FRAGMENTATION_MEASURES`) and fgd are against."""
+    measures (`measures`, names of `FRAGMENTATION_MEASURES`) and fgd are against. `also_against`
+    names other target workloads each of `measures` is also taken against, in the same run (the
+    target steers no placement but fgd's): `measured_milli[f"{name}_{measure}"]`."""
     check_placement_settings(tie_break=tie_break)
     check_fragmentation_settings(measures=measures)
     tasks = tasks_from_frame(pods)
     target = target if target is not None else target_workload(tasks)
     cluster, chosen = prepared_run(cluster_nodes, policy, seed, target, tie_break)
-    tracker = FragmentationTracker(cluster, target, measures)
-    totals = _ModelTotals(cluster, tracker)
+    trackers = {"": FragmentationTracker(cluster, target, measures),
+                **{f"{name}_": FragmentationTracker(cluster, other, measures)
+                   for name, other in (also_against or {}).items()}}
+    measured = {prefix + measure: values for prefix, tracker in trackers.items()
+                for measure, values in tracker.node_values.items()}
+    totals = _ModelTotals(cluster, measured)
 
     outcomes = ["never scheduled"] * len(tasks)
     events: list[tuple[int, int, int]] = []
@@ -179,7 +188,8 @@ def run_replay(cluster_nodes: pl.DataFrame | Cluster, pods: pl.DataFrame,
 
     def record(t: int) -> None:
         for node in touched:
-            tracker.update(node)
+            for tracker in trackers.values():
+                tracker.update(node)
             totals.refresh(node)
         touched.clear()
         times.append(t)
@@ -218,5 +228,5 @@ def run_replay(cluster_nodes: pl.DataFrame | Cluster, pods: pl.DataFrame,
         free_milli=np.array([s["free"] for s in states], dtype=np.int64).reshape(-1, columns),
         whole_free=np.array([s["whole"] for s in states], dtype=np.int64).reshape(-1, columns),
         measured_milli={name: np.array([s[name] for s in states], dtype=np.float64).reshape(-1, columns)
-                        for name in measures},
+                        for name in measured},
         outcomes=outcomes, placements=placements, policy=getattr(chosen, "name", str(policy)), target=target)
