@@ -7,7 +7,7 @@ Packages, each stating its public face in its own `__init__.py`:
 - `ddlx.datasets`: traces and imports into the catalog (typed Parquet, read through DuckDB);
 - `ddlx.analysis`: the characterization modules (`analyze`);
 - `ddlx.reports`: results folders and reports;
-- `ddlx.reproduce`: the papers' published figures beside ddlx's;
+- `ddlx.analysis.reproduce`: the papers' published figures beside ddlx's;
 - `ddlx.predict`: job-duration predictors; `ddlx.simulate`: the trace-driven simulators;
 - `ddlx.cli`: the `ddlx` command line.
 """

@@ -27,12 +27,12 @@ from ddlx.frames import Frame, frame
 if TYPE_CHECKING:
     from ddlx.analysis.model import AnalysisResult
     from ddlx.analysis.options import AnalysisOptions
-    from ddlx.datasets.export.model import ExportResult
+    from ddlx.analysis.reproduce.model import Reproduction
+    from ddlx.formats.model import ExportResult
+    from ddlx.placement.experiment import PlacementExperiment
     from ddlx.predict.artifacts import Predictor
-    from ddlx.predict.models import TrainResult
+    from ddlx.predict.training import TrainResult
     from ddlx.reports.notebook import ReportView
-    from ddlx.reproduce.model import Reproduction
-    from ddlx.simulate.placement.experiment import PlacementExperiment
     from ddlx.simulate.results import SimulationReport
 
 Progress = Callable[[str], None]
@@ -129,7 +129,7 @@ class Catalog:
     def reproduce(self, profile: str, dataset: str | None = None, synthetic: bool = False) -> Reproduction:
         """A paper's published figures beside ddlx's values (`ddlx reproduce PROFILE`); its `frame()`
         is the table the command prints."""
-        from ddlx.reproduce import reproduce
+        from ddlx.analysis.reproduce import reproduce
 
         return reproduce(self.home, profile, dataset, use_sample=synthetic, progress=self.progress)
 
@@ -153,9 +153,9 @@ class Catalog:
         filled to `fill_to` x the GPU capacity, ties broken by `tie_break` (random or name), the
         curves read by `reading` (bin-mean or first-reach); None: the owners' settings, 1.3, random
         and bin-mean (docs/placement.md)."""
-        from ddlx.simulate.placement.experiment import run_placement
-        from ddlx.simulate.placement.fillup import check_placement_settings
-        from ddlx.simulate.placement.inputs import default_dataset, read_inputs
+        from ddlx.analysis.placement_inputs import default_dataset, read_inputs
+        from ddlx.placement.experiment import run_placement
+        from ddlx.placement.fillup import check_placement_settings
 
         settings = {key: value for key, value in (("fill_to", fill_to), ("tie_break", tie_break),
                                                   ("reading", reading)) if value is not None}
@@ -171,7 +171,8 @@ class Catalog:
     def train(self, name: str, out: Path | str | None = None, seed: int = 0, max_fit_rows: int | None = None,
               synthetic: bool = False) -> TrainResult:
         """Job-duration models trained on `name` and written as a model folder (`ddlx predict train`)."""
-        from ddlx.predict.models import TrainSettings, train
+        from ddlx.predict.models import TrainSettings
+        from ddlx.predict.training import train
 
         settings = TrainSettings(random_state=seed, **({} if max_fit_rows is None else {"max_fit_rows": max_fit_rows}))
         return train(self.jobs_home(name, synthetic), name, Path(out) if out is not None else None, settings,
@@ -188,7 +189,7 @@ class Catalog:
                options: dict[str, str] | None = None, synthetic: bool = False) -> ExportResult:
         """Dataset `name` written in a simulator's format `fmt` with its loss report
         (`ddlx datasets export`)."""
-        from ddlx.datasets.export import export_dataset
+        from ddlx.formats.export import export_dataset
 
         return export_dataset(self.home, name, fmt, Path(out), synthetic, progress=self.progress,
                               predictions=Path(predictions) if predictions is not None else None,

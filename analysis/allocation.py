@@ -39,13 +39,12 @@ from ddlx.analysis.definitions import Definition
 from ddlx.analysis.fast import bins as fast_bins
 from ddlx.analysis.fast import steps as fast_steps
 from ddlx.analysis.model import ModuleResult, held_to_end_text
+from ddlx.analysis.options import DEFAULT_RESOLUTION_S
 from ddlx.analysis.sql import MICRO, allocated_jobs_where, allocation_events_sql, local_time_sql, trace_end_sql
 
 if TYPE_CHECKING:
     from ddlx.analysis.engines import Engine
 
-#: Default step of the allocation time series, seconds (the option `resolution_s` overrides it).
-DEFAULT_RESOLUTION_S = 3600
 
 #: Largest allocation series written at the chosen step (groups x bins); a finer series is written
 #: at a coarser step, and the module says so (`skip`).
@@ -139,8 +138,6 @@ def trace_start_sql(ctx: TraceContext) -> str:
 #: of the submission times to the (1 + ACTIVE_SHARE) / 2 quantile.
 ACTIVE_SHARE = 0.99
 
-#: The values of the option `window`, naming the window allocation figures are taken over (the first is the default).
-WINDOWS: tuple[str, ...] = ("trace", "active")
 
 
 def trace_window(ctx: TraceContext) -> Window | None:

@@ -27,12 +27,13 @@ from ddlx.analysis.cache import ResultCache
 from ddlx.analysis.connection import CatalogConnection
 from ddlx.analysis.engines import Engine, RunEngine
 from ddlx.analysis.kept import KeptResults
+from ddlx.analysis.options import AnalysisOptions
 from ddlx.datasets import catalog
 from ddlx.datasets.canonical import VIEWS, jobs_table_name
 from ddlx.datasets.importers import has_wall_clock, starts_recorded
+from ddlx.datasets.plugins import TRACES, trace_plugin
 from ddlx.datasets.sqltext import sql_string
 from ddlx.datasets.trace_info import TraceInfo
-from ddlx.datasets.traces import TRACES, trace_part
 from ddlx.errors import CatalogError, did_you_mean, first_line
 
 if TYPE_CHECKING:
@@ -49,10 +50,7 @@ NO_WALL_CLOCK = "the trace's times are offsets from an undisclosed start: they h
 
 
 def _default_options() -> AnalysisOptions:
-    """Every option at its default (`AnalysisOptions` names the modules' defaults, so it is imported
-    once they are)."""
-    from ddlx.analysis.options import AnalysisOptions
-
+    """Every option at its default."""
     return AnalysisOptions()
 
 
@@ -340,9 +338,8 @@ def _open_views(con: duckdb.DuckDBPyConnection, trace: str, tables: set[str], ho
     `gpu_samples` where telemetry was imported beside it; returns their names."""
     from ddlx.datasets.telemetry import store
 
-    module = trace_part(trace, "views")
-    published: dict[str, str] = dict(module.canonical_views(tables)) if module else {}
-    if module is None and trace not in TRACES:
+    published: dict[str, str] = dict(trace_plugin(trace).canonical_views(tables)) if trace in TRACES else {}
+    if trace not in TRACES:
         published.update(_import_views(con, trace, tables, import_options))
     if store.has_samples(home, trace):
         published["gpu_samples"] = store.samples_select(home, trace)

@@ -132,16 +132,15 @@ def _declared() -> tuple[tuple[Definition, ...], list[tuple[str, dict[str, str]]
     {definition id: text})."""
     from ddlx.analysis.modules import MODULES, load
     from ddlx.datasets import importers
-    from ddlx.datasets.importers import reproduce as imported
-    from ddlx.datasets.traces import OPTIONAL_PARTS, trace_parts
+    from ddlx.datasets.plugins import DEFINING_PARTS, format_plugins, trace_plugins
 
     declared = CORE_DEFINITIONS + STATISTICS_DEFINITIONS + ENGINE_DEFINITIONS
     declared += tuple(d for name in MODULES for d in load(name).DEFINITIONS)
-    for part in OPTIONAL_PARTS:
-        declared += tuple(d for _, module in trace_parts(part) for d in getattr(module, "DEFINITIONS", ()))
-    declared += imported.DEFINITIONS  # the published figures of traces read through an import preset
-    derivations = [(info.label or info.name, getattr(module, "DERIVATIONS", {}))
-                   for info, module in trace_parts("views")]
+    for part in DEFINING_PARTS:
+        declared += tuple(d for plugin in trace_plugins() for d in plugin.definitions(part))
+    declared += tuple(d for plugin in format_plugins() for d in plugin.definitions)  # e.g. the ITP archive's
+    derivations = [(plugin.release.label or plugin.name, plugin.derivations)
+                   for plugin in trace_plugins() if plugin.views is not None]
     derivations.append((importers.LABEL, importers.DERIVATIONS))
     return declared, derivations
 

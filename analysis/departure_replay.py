@@ -1,5 +1,5 @@
 """Departure replay of the sharing module: the trace's real tasks (pods) replayed on its real nodes
-with their real arrivals and departures by `ddlx.simulate.placement.replay`, which holds the node
+with their real arrivals and departures by `ddlx.placement.replay`, which holds the node
 model, the policy and the fragmentation measures; this module reads the views and writes the
 module's tables and findings.
 
@@ -32,13 +32,13 @@ from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
 from ddlx.datasets.canonical import GPU_NODES, GPU_TASKS
-from ddlx.simulate.placement.cluster import MILLI, tasks_from_frame
-from ddlx.simulate.placement.fragmentation import DEFAULT_POPULARITY, target_workload
-from ddlx.simulate.placement.replay import DEFAULT_REPLAY_POLICY, OUTCOMES, run_replay
+from ddlx.placement.cluster import MILLI, tasks_from_frame
+from ddlx.placement.fragmentation import DEFAULT_POPULARITY, target_workload
+from ddlx.placement.replay import DEFAULT_REPLAY_POLICY, OUTCOMES, run_replay
 
 #: Label of the row over every GPU model.
 ALL = "all"
-#: How the replay breaks score ties: the first node by name (`ddlx.simulate.placement.fillup.TIE_BREAKS`).
+#: How the replay breaks score ties: the first node by name (`ddlx.placement.fillup.TIE_BREAKS`).
 REPLAY_TIE_BREAK = "name"
 
 _TARGET = (f"the paper's target workload of the default pods: their classes of (cpu_milli, GPU share, "
@@ -51,7 +51,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "sharing.fragmentation.replay", "Replay of the real workload on the real nodes", "pods",
         "The tasks (pods) of the trace's gpu_tasks view, its default workload, are replayed on every "
         "node of its gpu_nodes view (GPUs, GPU model, CPU, memory; CPU-only nodes too) by ddlx's "
-        "placement simulator (ddlx.simulate.placement.replay): {derivations}. A pod arrives at its "
+        "placement simulator (ddlx.placement.replay): {derivations}. A pod arrives at its "
         "scheduled_time (start_s) and leaves at its deletion_time (never-scheduled pods and pods with "
         "deletion_time <= scheduled_time are not placed; a pod without deletion_time stays). At one "
         "instant, departures come before arrivals, and arrivals go in (scheduled_time, creation_time, "

@@ -13,6 +13,7 @@ import polars as pl
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.options import DEFAULT_TOP_GROUPS
 from ddlx.analysis.overview import state_mix
 from ddlx.analysis.sql import CDF_STEP, GPU_BUCKET_SQL, GPU_HOURS_SQL, cdf_table, quantile_columns_sql, sort_buckets
 from ddlx.datasets.canonical import ATTEMPTS
@@ -76,10 +77,6 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
 )
 
-#: Users and VCs shown one per row in the state-mix tables; the rest go into one 'other' row. The
-#: options `top_users` and `top_vcs` override it (the ones the `users` and `queueing` modules read,
-#: so one setting applies to all their tables).
-DEFAULT_TOP_GROUPS = 20
 OTHER = "other"
 ALL = "all"
 

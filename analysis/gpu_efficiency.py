@@ -27,15 +27,13 @@ import polars as pl
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.options import IDLE_SM_ACTIVE
 from ddlx.analysis.sql import quantiles_from_counts_sql
 from ddlx.datasets.sqltext import sql_string
 
 if TYPE_CHECKING:
     from ddlx.analysis.engines import Engine, Provenance
 
-#: Idle thresholds: a sample of gpu_util (percent) or sm_active (ratio 0-1) below this is idle.
-IDLE_GPU_UTIL_PERCENT = 5.0
-IDLE_SM_ACTIVE = 0.05
 #: Samples are reduced a slice of time at a time (seconds, counted from 1970-01-01 UTC), so that memory
 #: stays bounded however many there are.
 SLICE_S = 6 * 3600

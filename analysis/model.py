@@ -223,7 +223,7 @@ class AnalysisResult:
     modules: list[ModuleResult] = field(default_factory=list)
     wall_clock: bool = True
     calendar_dates: bool = True
-    #: The published figures of the trace's papers reproduced on its data (`ddlx.reproduce.Reproduction`).
+    #: The published figures of the trace's papers reproduced on its data (`ddlx.analysis.reproduce.Reproduction`).
     reproductions: list[Any] = field(default_factory=list)
     #: The options the modules ran with that differ from their defaults (`AnalysisOptions.recorded`).
     options: dict[str, Any] = field(default_factory=dict)

@@ -16,14 +16,32 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ddlx.analysis.allocation import DEFAULT_RESOLUTION_S, WINDOWS
 from ddlx.analysis.engines import DEFAULT_SPARK_MASTER, ENGINES
-from ddlx.analysis.failures import DEFAULT_TOP_GROUPS
-from ddlx.analysis.gpu_efficiency import IDLE_GPU_UTIL_PERCENT, IDLE_SM_ACTIVE
-from ddlx.analysis.queueing import DEFAULT_THRESHOLDS_S, DEFAULT_TOP_VCS
-from ddlx.analysis.sharing import DEFAULT_FILL_UP_SEEDS
-from ddlx.analysis.users import DEFAULT_TOP_PERCENTS, DEFAULT_TOP_USERS
 from ddlx.errors import UsageError, did_you_mean
+
+# The modules' defaults, declared once here; the modules read them from this module.
+#: Default step of the allocation time series, seconds (the option `resolution_s` overrides it).
+DEFAULT_RESOLUTION_S = 3600
+#: The values of the option `window`, naming the window allocation figures are taken over (the first is the default).
+WINDOWS: tuple[str, ...] = ("trace", "active")
+#: Users and VCs shown one per row in the state-mix tables; the rest go into one 'other' row. The
+#: options `top_users` and `top_vcs` override it (the ones the `users` and `queueing` modules read,
+#: so one setting applies to all their tables).
+DEFAULT_TOP_GROUPS = 20
+#: Idle thresholds: a sample of gpu_util (percent) or sm_active (ratio 0-1) below this is idle.
+IDLE_GPU_UTIL_PERCENT = 5.0
+IDLE_SM_ACTIVE = 0.05
+#: Waiting-longer-than thresholds, seconds: 1 min, 10 min, 1 h, 6 h, 24 h.
+DEFAULT_THRESHOLDS_S: tuple[float, ...] = (60.0, 600.0, 3600.0, 6 * 3600.0, 24 * 3600.0)
+#: VCs shown by name per cluster (the rest are pooled as "other").
+DEFAULT_TOP_VCS = 10
+#: Seeds of the fill-up experiment in an analysis (`ddlx placement` runs ten by default).
+DEFAULT_FILL_UP_SEEDS = 3
+#: Top shares reported, in percent of the population.
+DEFAULT_TOP_PERCENTS: tuple[int, ...] = (1, 10)
+#: Users listed by name in the per-user summary.
+DEFAULT_TOP_USERS = 20
+
 
 #: The options only the Spark engine reads.
 SPARK_ONLY = ("spark_master", "partitions", "spark_conf")

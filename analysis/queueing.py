@@ -22,6 +22,7 @@ from ddlx.analysis.context import NO_WALL_CLOCK, TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.fast import load as fast_load
 from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.options import DEFAULT_THRESHOLDS_S, DEFAULT_TOP_VCS
 from ddlx.analysis.overview import add_time_checks
 from ddlx.analysis.sql import (
     CDF_STEP,
@@ -73,10 +74,6 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
 )
 
-#: Waiting-longer-than thresholds, seconds: 1 min, 10 min, 1 h, 6 h, 24 h.
-DEFAULT_THRESHOLDS_S: tuple[float, ...] = (60.0, 600.0, 3600.0, 6 * 3600.0, 24 * 3600.0)
-#: VCs shown by name per cluster (the rest are pooled as "other").
-DEFAULT_TOP_VCS = 10
 #: The load headline reads the highest load bin holding at least this share of the GPU jobs.
 HEADLINE_BIN_SHARE = 0.01
 #: Label of the rows that pool every GPU bucket / every cluster.

@@ -27,10 +27,10 @@ from ddlx.analysis.fast import speedups
 from ddlx.analysis.model import AnalysisResult, ModuleResult
 from ddlx.analysis.modules import MODULES, load
 from ddlx.analysis.options import AnalysisOptions
+from ddlx.analysis.reproduce.run import profiles_for, reproduce_on
 from ddlx.errors import UsageError
-from ddlx.reproduce.run import profiles_for, reproduce_on
 
-#: The papers' figures (`ddlx.reproduce`), a part of the run like a module.
+#: The papers' figures (`ddlx.analysis.reproduce`), a part of the run like a module.
 PAPERS = "papers' figures"
 
 #: The order the parts of a run are taken in on two connections, longest first as measured on a

@@ -11,11 +11,11 @@ Parts and what they read:
   and `gpu_memory`);
 - fragmentation (canonical `gpu_nodes` and `gpu_tasks` views): a replay of the tasks on the
   nodes with their real arrivals and departures by ddlx's placement simulator
-  (`ddlx.simulate.placement.replay`), read and written by `ddlx.analysis.departure_replay`
+  (`ddlx.placement.replay`), read and written by `ddlx.analysis.departure_replay`
   (`replay_fragmentation`), whose definitions this module declares with its own;
 - the fill-up experiment of the FGD paper (canonical `gpu_nodes` and `gpu_task_lists` views): the
   real workload fills the GPU nodes without departures under each placement policy
-  (`ddlx.simulate.placement`), a few seeds (option `placement_seeds`, default 3).
+  (`ddlx.placement`), a few seeds (option `placement_seeds`, default 3).
 Every trace records each part it lacks as not applicable, with the reason.
 """
 
@@ -27,11 +27,12 @@ from ddlx.analysis import departure_replay
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.placement_inputs import inputs_from
 from ddlx.analysis.sql import GPU_HOURS_SQL
 from ddlx.analysis.trace_parts import run_trace_parts
 from ddlx.datasets.canonical import GPU_INSTANCE_REQUESTS
-from ddlx.simulate.placement.experiment import run_placement
-from ddlx.simulate.placement.inputs import DEFAULT_TASK_LIST, inputs_from
+from ddlx.placement.experiment import run_placement
+from ddlx.placement.inputs import DEFAULT_TASK_LIST
 
 #: Label of jobs whose GPU type the trace leaves open (no constraint, or several models allowed).
 UNSPECIFIED_GPU_TYPE = "unspecified"
@@ -149,8 +150,6 @@ def analyze(ctx: TraceContext) -> ModuleResult:
     return result
 
 
-#: Seeds of the fill-up experiment in an analysis (`ddlx placement` runs ten by default).
-DEFAULT_FILL_UP_SEEDS = 3
 #: The level of the finding on FGD: arrived tasks asking for the whole GPU capacity.
 FULL_CAPACITY = 1.0
 

@@ -4,12 +4,12 @@ and local time. Each block is the one place its definition is written in SQL."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
 
 import polars as pl
 
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.fast import cdf as fast_cdf
+from ddlx.datasets.sqltext import written_decimal
 from ddlx.datasets.timezones import wall_clock_from_utc_sql
 
 #: Jobs by GPUs requested (definition `gpu_request.bucket`), and the order buckets are shown in.
@@ -151,11 +151,6 @@ def decimal_list_sql(values: Sequence[float]) -> str:
     """A DECIMAL[] literal of the shortest decimal spelling of each value, which DuckDB's quantiles
     take in exact integer arithmetic (0.56 of 25 values is 14 of them, not a hair more)."""
     return "[" + ", ".join(format(written_decimal(v), "f") for v in values) + "]"
-
-
-def written_decimal(value: float) -> Decimal:
-    """The shortest decimal spelling of `value` (0.56, not the binary double nearest it)."""
-    return Decimal(repr(float(value)))
 
 
 def cdf_table(ctx: TraceContext, value: str, source: str, groups: Sequence[str] = (),

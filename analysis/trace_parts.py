@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.model import ModuleResult
+from ddlx.datasets.plugins import trace_plugins
 from ddlx.datasets.trace_info import TraceInfo
-from ddlx.datasets.traces import trace_parts
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class TracePart:
 
 def declared_parts(module: str, slot: str) -> list[tuple[TraceInfo, TracePart]]:
     """Every trace's parts of `module` at `slot`, in registry order."""
-    return [(info, part) for info, folder in trace_parts("analyses") for part in folder.PARTS
+    return [(plugin.release, part) for plugin in trace_plugins() for part in plugin.analysis_parts
             if part.module == module and part.slot == slot]
 
 

@@ -11,6 +11,7 @@ import polars as pl
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.definitions import Definition
 from ddlx.analysis.model import ModuleResult
+from ddlx.analysis.options import DEFAULT_TOP_PERCENTS, DEFAULT_TOP_USERS
 from ddlx.analysis.sql import GPU_HOURS_SQL
 
 DEFINITIONS: tuple[Definition, ...] = (
@@ -40,10 +41,6 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
 )
 
-#: Top shares reported, in percent of the population.
-DEFAULT_TOP_PERCENTS: tuple[int, ...] = (1, 10)
-#: Users listed by name in the per-user summary.
-DEFAULT_TOP_USERS = 20
 #: Points of the Lorenz curve: population shares 0, 1/LORENZ_STEPS, ..., 1.
 LORENZ_STEPS = 100
 POPULATIONS = ("jobs", "users")

@@ -51,7 +51,7 @@ import sys, time
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from ddlx.datasets.traces.pai.schema import COLUMNS
+from ddlx.traces.pai.schema import COLUMNS
 
 folder = Path(sys.argv[1])
 started = time.perf_counter()
@@ -119,7 +119,7 @@ from pathlib import Path
 started = time.perf_counter()
 from ddlx.analysis import overview, queueing, time_patterns, users, utilization
 from ddlx.analysis.context import open_trace
-from ddlx.datasets.traces.pai import analyses as pai_analyses
+from ddlx.traces.pai import analyses as pai_analyses
 with open_trace(Path(sys.argv[1]), "pai", cache=False) as ctx:
     state_mix = overview.state_mix(ctx)                                # jobs and GPU-hours per state
     queue_by_bucket, _ = queueing.by_gpu_bucket(ctx)                   # queueing quantiles per bucket

@@ -45,7 +45,7 @@ BARE_DUCKDB = """
 import sys, duckdb
 from pathlib import Path
 from ddlx.datasets.csvload import columns_struct, sql_string
-from ddlx.datasets.traces.pai.schema import COLUMNS
+from ddlx.traces.pai.schema import COLUMNS
 src, out, options = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 con = duckdb.connect()
 con.execute("SET preserve_insertion_order = false")

@@ -1,7 +1,7 @@
 """Benchmark: the FGD paper's fill-up experiment on the real Alibaba GPU cluster trace v2023, beside
 the FGD owners' own results.
 
-Ingests the release into a temporary data home, runs `ddlx.simulate.placement.experiment.run_placement`
+Ingests the release into a temporary data home, runs `ddlx.placement.experiment.run_placement`
 (six policies, `--seeds` seeds, the GPU nodes, filled to 1.3 x capacity, the owners' tie-break and
 reading) on each pod list, and prints per list and policy, at 90, 95, 100, 110, 120 and 130 % arrived
 workload, ddlx's mean unallocated and fragmented GPU share over its seeds beside the owners' range
@@ -38,13 +38,13 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ddlx.analysis.placement_inputs import read_inputs
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import InputError
-from ddlx.simulate.placement import MILLI, POLICIES, summary_at
-from ddlx.simulate.placement.experiment import cuts_of, run_placement
-from ddlx.simulate.placement.fillup import arrived_percent
-from ddlx.simulate.placement.inputs import read_inputs
-from ddlx.simulate.placement.reference import (
+from ddlx.placement import MILLI, POLICIES, summary_at
+from ddlx.placement.experiment import cuts_of, run_placement
+from ddlx.placement.fillup import arrived_percent
+from ddlx.placement.reference import (
     COMPARED_LEVELS,
     beside_owners,
     owners_summary,

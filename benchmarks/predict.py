@@ -28,7 +28,8 @@ from ingest_trace import measure_output  # noqa: E402
 TRAIN = r'''
 import json, sys, time
 from pathlib import Path
-from ddlx.predict.models import TrainSettings, train
+from ddlx.predict.models import TrainSettings
+from ddlx.predict.training import train
 home, name, out, rows = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 result = train(home, name, out, TrainSettings(max_fit_rows=rows or None))
 card = result.card

@@ -45,8 +45,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ddlx.datasets.export import export_dataset
 from ddlx.datasets.importers import import_dataset
+from ddlx.formats.export import export_dataset
 from ddlx.simulate import TIRESIAS_LAS, TIRESIAS_LAS_THRESHOLDS_GPU_S, las_policy, simulate_trace
 
 REPO = Path(__file__).resolve().parents[1]

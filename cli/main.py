@@ -34,8 +34,8 @@ from ddlx.cli.options import catalog as _catalog
 from ddlx.cli.options import data_home as _home
 from ddlx.cli.options import module_names as _module_names
 from ddlx.cli.options import say as _say
+from ddlx.datasets.plugins import TRACES
 from ddlx.datasets.trace_info import TraceInfo
-from ddlx.datasets.traces import TRACES
 from ddlx.errors import DdlxError, UsageError, caused_by_interrupt, describe_os_error, storage_error
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def datasets_download(
     """Fetch the official release files into the data home, resuming and verifying sha256."""
     from ddlx.datasets.download import download_release
     from ddlx.datasets.home import downloads_dir
-    from ddlx.datasets.traces import get_trace
+    from ddlx.datasets.plugins import get_trace
 
     info = get_trace(trace)
     dest = downloads_dir(_home(data_home), info.name)
@@ -255,7 +255,7 @@ def datasets_export(
     data_home: DataHome = None,
 ) -> None:
     """Write a dataset in a simulator's or scheduler's format, with what the conversion lost."""
-    from ddlx.datasets.export import parse_options
+    from ddlx.formats.export import parse_options
 
     result = _catalog(data_home).export(name, output_format, out, predictions, parse_options(option or []),
                                         synthetic)
@@ -274,7 +274,7 @@ def datasets_export(
 @datasets_app.command("formats")
 def datasets_formats() -> None:
     """List the formats `ddlx datasets export` writes: who reads each, its options, its estimate."""
-    from ddlx.datasets.export import FORMATS
+    from ddlx.formats.export import FORMATS
 
     for fmt in FORMATS.values():
         typer.echo(f"{fmt.name}: {fmt.title}")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ddlx.datasets.traces import TRACES
+from ddlx.datasets.plugins import TRACES
 
 if TYPE_CHECKING:
     from ddlx.analysis.options import AnalysisOptions

@@ -1,4 +1,4 @@
-"""`ddlx placement`: parse, run the fill-up experiment (`ddlx.simulate.placement`), print the table,
+"""`ddlx placement`: parse, run the fill-up experiment (`ddlx.placement`), print the table,
 write Parquet and JSON. Register with `app.command("placement")(placement_command)`."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from ddlx.cli.options import DataHome, UseSample
 from ddlx.cli.options import catalog as _catalog
 
 if TYPE_CHECKING:
-    from ddlx.simulate.placement.experiment import PlacementExperiment
+    from ddlx.placement.experiment import PlacementExperiment
 
 
 def render(experiment: "PlacementExperiment") -> str:
     """The terminal table: unallocated GPU share per policy at each level the run reaches (mean
     [min, max] over seeds), then FGD's gain over the best other policy."""
-    from ddlx.simulate.placement.experiment import levels_up_to
+    from ddlx.placement.experiment import levels_up_to
 
     source = experiment.source
     lines = []
@@ -79,10 +79,10 @@ def placement_command(
 ) -> None:
     """Fill a cluster with tasks drawn from a trace's task list, without departures, under each placement
     policy (the fill-up experiment of the FGD paper, ATC'23); print the unallocated GPU share per policy."""
-    from ddlx.simulate.placement import POLICIES
-    from ddlx.simulate.placement.experiment import check_experiment_folder, write_experiment
-    from ddlx.simulate.placement.fillup import check_placement_settings
-    from ddlx.simulate.placement.inputs import default_dataset
+    from ddlx.analysis.placement_inputs import default_dataset
+    from ddlx.placement import POLICIES
+    from ddlx.placement.experiment import check_experiment_folder, write_experiment
+    from ddlx.placement.fillup import check_placement_settings
 
     chosen = [p.strip() for p in (policies or "").split(",") if p.strip()] or list(POLICIES)
     unknown = [p for p in chosen if p not in POLICIES]

@@ -46,7 +46,7 @@ def predict_train(
 ) -> None:
     """Train duration models (mean, p50, p90) and baselines on a time-ordered split; write a model folder."""
     from ddlx.predict.artifacts import check_out_folder
-    from ddlx.predict.models import default_model_dir
+    from ddlx.predict.training import default_model_dir
     from ddlx.reports.text import format_table
 
     named = trace if trace is not None else dataset

@@ -1,4 +1,4 @@
-"""`ddlx reproduce`: parse, call `ddlx.reproduce.reproduce`, render the table (or JSON, CSV).
+"""`ddlx reproduce`: parse, call `ddlx.analysis.reproduce.reproduce`, render the table (or JSON, CSV).
 
 Register with `app.command("reproduce")(reproduce_command)`.
 """
@@ -33,9 +33,9 @@ def reproduce_command(
     """Compute each figure of a paper from the catalog, under the paper's definition, beside its
     reference value: figure, kind (release count or published figure), published, ddlx, difference,
     verdict; the verdicts are totalled per kind."""
+    from ddlx.analysis.reproduce import profiles
     from ddlx.outputs import check_output_file, write_output_text
     from ddlx.reports.reproduction import format_reproduction, reproduction_csv, reproduction_json
-    from ddlx.reproduce import profiles
 
     if output_format not in FORMATS:
         raise typer.BadParameter("expected table, json or csv", param_hint="--format")

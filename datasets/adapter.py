@@ -1,6 +1,6 @@
 """What ingest needs to know about one trace: the adapter interface.
 
-Each trace has one reader (`datasets/traces/<trace>/reader.py`) that declares its file format
+Each trace has one reader (`traces/<trace>/reader.py`) that declares its file format
 at the top and defines a `TraceAdapter` subclass. `ingest` drives every adapter the same way:
 
 1. `locate(source, tables)`: which files (or archive members) hold the rows of each stored table;

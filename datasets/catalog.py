@@ -73,7 +73,7 @@ def registered_dataset(home: Path, name: str, remedy: str | None = None, lacking
     that names a dataset makes before it writes anything. `CatalogError` (exit code 1) otherwise,
     saying `no <lacking> '<name>' in <home>`, what the catalog holds, the remedy (default: ingest
     the trace `name`, or import the dataset) and the closest known name."""
-    from ddlx.datasets.traces import TRACES
+    from ddlx.datasets.plugins import TRACES
     from ddlx.errors import did_you_mean
 
     registrations = read_registrations(home)

@@ -329,7 +329,7 @@ def ingest(trace_name: str, source: Path, home: Path, tables: Sequence[str] | No
     keep their previously ingested version. Raises `InputError` for bad input, leaving the
     catalog unchanged.
     """
-    from ddlx.datasets.traces import get_adapter
+    from ddlx.datasets.plugins import get_adapter
 
     return ingest_with(get_adapter(trace_name), source, home, tables, max_rejected_rows, progress)
 

@@ -69,7 +69,7 @@ def status_frame(home: Path) -> pl.DataFrame:
     from ddlx.datasets.canonical import jobs_table_name
     from ddlx.datasets.catalog import read_registrations
     from ddlx.datasets.home import samples_home
-    from ddlx.datasets.traces import TRACES
+    from ddlx.datasets.plugins import TRACES
 
     rows = []
     places = [(home, None)] + [(samples_home(home, name), name) for name in TRACES]

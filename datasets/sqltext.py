@@ -4,6 +4,7 @@ the options every stored Parquet file is written with (`copy_to_parquet`)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,3 +45,8 @@ def copy_to_parquet(con: duckdb.DuckDBPyConnection, query: str, path: Path | str
     """Write the rows of `query` to the Parquet file at `path` with the store's options
     (`PARQUET_COPY_OPTIONS`), on `con`; return how many rows it holds."""
     return int(con.execute(f"COPY ({query}) TO {sql_string(str(path))} ({PARQUET_COPY_OPTIONS})").fetchall()[0][0])
+
+
+def written_decimal(value: float) -> Decimal:
+    """The shortest decimal spelling of `value` (0.56, not the binary double nearest it)."""
+    return Decimal(repr(float(value)))

@@ -16,7 +16,7 @@ from ddlx import __version__
 from ddlx.atomic import replace_folder, write_text_atomic
 from ddlx.datasets.home import samples_home
 from ddlx.datasets.ingest import SYNTHETIC_MARKER, ingest
-from ddlx.datasets.traces import get_generator, sample_scale
+from ddlx.datasets.plugins import get_generator, sample_scale
 from ddlx.errors import CatalogError
 
 #: What `ddlx datasets synth --out` and `synth-cluster --out` write, as the rule of output folders names it.
@@ -86,7 +86,7 @@ def home_with_jobs_or_sample(home: Path, name: str, use_sample: bool = False,
     """
     from ddlx.datasets.canonical import jobs_table_name
     from ddlx.datasets.catalog import read_registrations, registered_dataset
-    from ddlx.datasets.traces import TRACES
+    from ddlx.datasets.plugins import TRACES
 
     registration = read_registrations(home).get(name)
     ingested = registration is not None and (not jobs_needed or jobs_table_name(name) in registration.tables)

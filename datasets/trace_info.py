@@ -1,5 +1,5 @@
 """What ddlx knows about a trace release, as data: `ReleaseFile` and `TraceInfo`. Each trace folder
-(`ddlx.datasets.traces.<trace>.release`) declares one `TraceInfo`."""
+(`ddlx.traces.<trace>.release`) declares one `TraceInfo`."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ from ddlx.predict.artifacts import ModelFileError, Predictor, load_predictor, re
 from ddlx.predict.export import EXPORT_FORMATS, ExportResult, export_predictions
 from ddlx.predict.features import FEATURES, PredictError, frame_features
 from ddlx.predict.metrics import METRICS, metrics_table
-from ddlx.predict.models import TrainResult, TrainSettings, train
+from ddlx.predict.models import TrainSettings
+from ddlx.predict.training import TrainResult, train
 
 __all__ = [
     "EXPORT_FORMATS", "ExportResult", "FEATURES", "METRICS", "ModelFileError", "PredictError", "Predictor",

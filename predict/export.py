@@ -7,7 +7,7 @@ time, `cluster=`).
 
 The simulators' own formats (a release simulator's job CSV, a priority list, SWF's requested
 time, ...) are written from the dataset with the predictions carried along:
-`ddlx datasets export NAME --format F --predictions FILE` (`ddlx.datasets.export`); `MOVED` names
+`ddlx datasets export NAME --format F --predictions FILE` (`ddlx.formats.export`); `MOVED` names
 them so the command can say so.
 """
 

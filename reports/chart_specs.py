@@ -550,7 +550,7 @@ def human_label(value: Any, trace: str, column: str = "") -> Any:
     if value in VALUE_NAMES:
         return VALUE_NAMES[value]
     if "_" in value and value == value.lower() and " " not in value:
-        from ddlx.datasets.traces import TRACES
+        from ddlx.datasets.plugins import TRACES
 
         prefixes = sorted({trace, *TRACES, *(name.replace("-", "_") for name in TRACES)} - {""}, key=len, reverse=True)
         for prefix in prefixes:
@@ -683,10 +683,10 @@ def chart_derivation(spec: ChartSpec, sources: Sequence[Source]) -> str:
 
 @lru_cache(maxsize=None)
 def chart_specs() -> tuple[ChartSpec, ...]:
-    """Every chart: `CHART_SPECS`, with each trace's own (`CHARTS` of its folder's `analyses`)
+    """Every chart: `CHART_SPECS`, with each trace's own (`TracePlugin.charts`)
     after the generic charts of their module."""
-    from ddlx.datasets.traces import trace_parts
+    from ddlx.datasets.plugins import trace_plugins
 
-    own = [spec for _, folder in trace_parts("analyses") for spec in getattr(folder, "CHARTS", ())]
+    own = [spec for plugin in trace_plugins() for spec in plugin.charts]
     modules = list(dict.fromkeys(spec.module for spec in CHART_SPECS + tuple(own)))
     return tuple(spec for module in modules for spec in CHART_SPECS + tuple(own) if spec.module == module)

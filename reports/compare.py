@@ -35,7 +35,7 @@ class CompareError(DdlxError):
 def check_names(names: Sequence[str]) -> list[str]:
     """The names to compare, as given; `CompareError` unless there are two or more, each once.
     `<trace>-trace` is read as `<trace>` (the name `ddlx analyze` uses)."""
-    from ddlx.datasets.traces import TRACES
+    from ddlx.datasets.plugins import TRACES
 
     cleaned = [n[: -len("-trace")] if n.endswith("-trace") and n[: -len("-trace")] in TRACES else n for n in names]
     if len(cleaned) < 2:

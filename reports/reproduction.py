@@ -8,9 +8,9 @@ import csv
 import io
 import json
 
+from ddlx.analysis.reproduce.model import Reproduction, note_numbers
 from ddlx.reports.model import ReproductionView
 from ddlx.reports.text import format_table, json_value
-from ddlx.reproduce.model import Reproduction, note_numbers
 
 #: Columns of the CSV (every field of a figure's result, in this order).
 CSV_COLUMNS = ("profile", "dataset", "id", "what", "source", "published", "unit", "value", "value_is_synthetic",

@@ -157,7 +157,7 @@ def generated_pai_home(factory: pytest.TempPathFactory, name: str, seed: int, sc
     """The data home of a SYNTHETIC PAI release of `scale` (every table) generated with `seed` and
     ingested, in a new temporary folder named after `name`."""
     from ddlx.datasets.ingest import ingest
-    from ddlx.datasets.traces.pai.generator import generate
+    from ddlx.traces.pai.generator import generate
 
     folder = factory.mktemp(name)
     generate(folder / "release", scale=scale, seed=seed)

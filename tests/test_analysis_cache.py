@@ -15,8 +15,8 @@ from ddlx.analysis.context import open_trace
 from ddlx.analysis.model import AnalysisResult
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.ingest import ingest
-from ddlx.datasets.traces.pai.generator import generate as generate_pai
 from ddlx.reports.results import write_results
+from ddlx.traces.pai.generator import generate as generate_pai
 from tests.conftest import generated_pai_home, write_pai_release
 
 #: A small generated PAI release: every table, so every kept result of PAI is made.
@@ -167,7 +167,7 @@ def test_the_code_fingerprint_covers_every_source_file_and_changes_with_one(tmp_
     import ddlx
 
     names = {str(p.relative_to(Path(ddlx.__file__).parent)) for p in _source_files(Path(ddlx.__file__).parent)}
-    assert {"analysis/cache.py", "analysis/allocation.py", "datasets/traces/pai/analyses.py"} <= names
+    assert {"analysis/cache.py", "analysis/allocation.py", "traces/pai/analyses.py"} <= names
     assert not any(name.startswith(("tests/", "benchmarks/", ".")) for name in names)
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)

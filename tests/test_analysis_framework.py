@@ -16,8 +16,7 @@ from ddlx.analysis.definitions import Definition, registry
 from ddlx.analysis.model import AnalysisResult, ModuleResult
 from ddlx.analysis.modules import MODULES, load
 from ddlx.analysis.runner import UnknownModuleError, resolve_modules, run_analysis
-from ddlx.datasets.importers import reproduce as import_profiles
-from ddlx.datasets.traces import OPTIONAL_PARTS, trace_parts
+from ddlx.datasets.plugins import DEFINING_PARTS, format_plugins, trace_plugins
 from ddlx.errors import DdlxError, StorageError
 from ddlx.reports.results import write_results
 from tests.conftest import assert_clean_failure
@@ -53,9 +52,8 @@ def test_module_selection_keeps_run_order_and_refuses_unknown_names() -> None:
 def test_every_module_declares_definitions_once() -> None:
     ids = [d.id for name in MODULES for d in load(name).DEFINITIONS] + [d.id for d in definitions.CORE_DEFINITIONS]
     ids += [d.id for d in definitions.STATISTICS_DEFINITIONS + definitions.ENGINE_DEFINITIONS]
-    ids += [d.id for d in import_profiles.DEFINITIONS]
-    ids += [d.id for part in OPTIONAL_PARTS for _, folder in trace_parts(part)
-            for d in getattr(folder, "DEFINITIONS", ())]
+    ids += [d.id for plugin in format_plugins() for d in plugin.definitions]
+    ids += [d.id for part in DEFINING_PARTS for plugin in trace_plugins() for d in plugin.definitions(part)]
     assert len(ids) == len(set(ids)) == len(registry())
     for definition in registry().values():
         assert definition.title and definition.unit and len(definition.text) > 40, definition.id

@@ -206,8 +206,8 @@ def test_a_catalog_without_the_instances_per_task_gives_the_same_readings(genera
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A catalog ingested before `pai_task_instances` was stored: the readings that join tasks with
     their instances compute the roll-up from the instances, with the same results."""
-    from ddlx.datasets.traces.pai import analyses, reproduce
-    from ddlx.datasets.traces.pai.reader import TASK_INSTANCES
+    from ddlx.traces.pai import analyses, reproduce
+    from ddlx.traces.pai.reader import TASK_INSTANCES
 
     def readings() -> tuple[object, object]:
         with runner.open_trace(generated_home, "pai", cache=False) as ctx:

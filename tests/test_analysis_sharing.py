@@ -19,9 +19,9 @@ from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
-from ddlx.datasets.traces.pai import analyses as pai_analyses
-from ddlx.datasets.traces.pai import schema as pai_schema
 from ddlx.reports.results import write_results
+from ddlx.traces.pai import analyses as pai_analyses
+from ddlx.traces.pai import schema as pai_schema
 from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
 
 REAL_V2023 = SHARED_TRACES / "alibaba-gpu-v2023"
@@ -286,8 +286,8 @@ def test_v2023_replay_series_matches_the_hand_replay(v2023_home: Path) -> None:
 def test_v2023_fill_up_experiment_in_the_sharing_section(v2023_home: Path) -> None:
     """The FGD paper's fill-up, three seeds, on the hand-made GPU nodes: a curve per policy over the
     levels 50-130 % that the arrivals reach, the table at 90-130 %, and findings that read them."""
-    from ddlx.simulate.placement import POLICIES
-    from ddlx.simulate.placement.experiment import LEVELS
+    from ddlx.placement import POLICIES
+    from ddlx.placement.experiment import LEVELS
 
     result = _sharing(v2023_home, "pai-v2023")
     curves, summary = result.table("fill_up_curves"), result.table("fill_up_summary")

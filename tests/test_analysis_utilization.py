@@ -28,9 +28,9 @@ from ddlx.analysis.model import ModuleResult
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.ingest import ingest
-from ddlx.datasets.traces.philly import analyses as philly_analyses
 from ddlx.errors import DdlxError
 from ddlx.reports.report import build_report
+from ddlx.traces.philly import analyses as philly_analyses
 from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
 from tests.test_philly_ingest import GPU_HEADER, write_philly_release
 

@@ -16,10 +16,10 @@ from ddlx.analysis.model import AnalysisResult
 from ddlx.analysis.runner import run_analysis
 from ddlx.analysis.sql import GPU_BUCKET_ORDER
 from ddlx.datasets.importers import import_dataset
+from ddlx.datasets.plugins import TRACES
 from ddlx.datasets.synthetic import ensure_sample
 from ddlx.datasets.telemetry.generator import ClusterSpec, write_synthetic_cluster
 from ddlx.datasets.telemetry.importer import import_metrics
-from ddlx.datasets.traces import TRACES
 from ddlx.reports.chart_specs import BUCKET_SLUGS, MIN_JOBS, chart_specs
 from ddlx.reports.charts import figure
 from ddlx.reports.compare import build_compare_report

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ddlx.datasets.export import export_dataset
 from ddlx.datasets.importers import import_dataset
+from ddlx.formats.export import export_dataset
 from tests.conftest import assert_clean_failure
 
 T0 = 1_700_000_000  # 2023-11-14 22:13:20 UTC

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from ddlx.datasets.export import export_dataset
-from ddlx.datasets.export.model import ExportError
 from ddlx.datasets.importers import import_dataset
+from ddlx.formats.export import export_dataset
+from ddlx.formats.model import ExportError
 from tests.conftest import assert_clean_failure
 
 T0 = 1_700_000_000

@@ -14,12 +14,12 @@ import pytest
 
 from ddlx.analysis.context import open_trace
 from ddlx.datasets.catalog import query
-from ddlx.datasets.export import FORMATS, export_dataset, parse_options
-from ddlx.datasets.export.jobs import export_jobs, write_table
-from ddlx.datasets.export.model import ExportError, LossReport
 from ddlx.datasets.importers import import_dataset
-from ddlx.datasets.traces import TRACES
+from ddlx.datasets.plugins import TRACES
 from ddlx.errors import InputError, UsageError
+from ddlx.formats.export import FORMATS, export_dataset, parse_options
+from ddlx.formats.jobs import export_jobs, write_table
+from ddlx.formats.model import ExportError, LossReport
 
 NO_IDS = """submit,duration,gpus
 30,100,1

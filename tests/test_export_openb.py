@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from ddlx.datasets.export import export_dataset
-from ddlx.datasets.export.model import ExportError
 from ddlx.datasets.importers import import_dataset
-from ddlx.datasets.traces.pai_v2023.formats import unplaceable_pods
+from ddlx.formats.export import export_dataset
+from ddlx.formats.model import ExportError
+from ddlx.traces.pai_v2023.formats import unplaceable_pods
 from tests.conftest import SHARED_TRACES, assert_clean_failure, needs_shared_traces
 
 NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model"

@@ -21,12 +21,12 @@ from typing import Any
 import duckdb
 import pytest
 
-from ddlx.datasets.export import export_dataset
-from ddlx.datasets.export.model import ExportError
 from ddlx.datasets.importers import import_dataset
-from ddlx.datasets.traces.philly.formats import convert_job_log
-from ddlx.datasets.traces.philly.release import RELEASE
 from ddlx.errors import InputError
+from ddlx.formats.export import export_dataset
+from ddlx.formats.model import ExportError
+from ddlx.traces.philly.formats import convert_job_log
+from ddlx.traces.philly.release import RELEASE
 from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 PHILLY = RELEASE.name

@@ -14,9 +14,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ddlx.datasets.export import export_dataset
-from ddlx.datasets.export.model import ExportError
 from ddlx.datasets.importers import import_dataset
+from ddlx.formats.export import export_dataset
+from ddlx.formats.model import ExportError
 
 T0 = 1_700_000_000
 ROWS = f"""job_id,cl,gpus,submit,start,end

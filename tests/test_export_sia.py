@@ -16,9 +16,9 @@ import polars as pl
 import pytest
 
 from ddlx.analysis.context import open_trace
-from ddlx.datasets.export import export_dataset
 from ddlx.datasets.importers import import_dataset
 from ddlx.datasets.synthetic import home_with_jobs_or_sample
+from ddlx.formats.export import export_dataset
 from tests.conftest import assert_clean_failure
 
 T0 = 1_700_000_000

@@ -15,8 +15,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ddlx.datasets.importers.swf import FIELDS, SWF_PRESET, convert
 from ddlx.errors import InputError
+from ddlx.formats.swf.reader import FIELDS, PRESET, convert
 from tests.conftest import assert_clean_failure
 
 EXCERPT = Path(__file__).parent / "data" / "swf" / "excerpt.swf"
@@ -150,10 +150,10 @@ def test_a_bad_header_time_or_an_empty_log_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_preset_maps_the_converted_columns() -> None:
-    assert SWF_PRESET.name == "swf" and SWF_PRESET.convert is convert and SWF_PRESET.suffixes == (".swf",)
-    assert SWF_PRESET.time_unit == "s" and SWF_PRESET.wall_clock is None
-    assert SWF_PRESET.mapping["gpus"] == "procs" and SWF_PRESET.mapping["submit"] == "submit_unix"
-    assert SWF_PRESET.optional == {"cluster": "cluster"}
+    assert PRESET.name == "swf" and PRESET.convert is convert and PRESET.suffixes == (".swf",)
+    assert PRESET.time_unit == "s" and PRESET.wall_clock is None
+    assert PRESET.mapping["gpus"] == "procs" and PRESET.mapping["submit"] == "submit_unix"
+    assert PRESET.optional == {"cluster": "cluster"}
 
 
 # -- through the importer --------------------------------------------------------------------
@@ -169,8 +169,8 @@ def _canonical(home: Path, name: str) -> list[dict]:
 @pytest.fixture()
 def exported(tmp_path: Path) -> tuple[Path, Path]:
     """The five jobs of tests/test_export.py imported as `lab` and exported as SWF: (home, file)."""
-    from ddlx.datasets.export import export_dataset
     from ddlx.datasets.importers import import_dataset
+    from ddlx.formats.export import export_dataset
     from tests.test_export import MAPPING, ROWS
 
     (tmp_path / "jobs.csv").write_text(ROWS)

@@ -145,8 +145,8 @@ def homes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from ddlx.datasets.importers import import_dataset
     from ddlx.datasets.ingest import ingest
     from ddlx.datasets.telemetry.store import Chunk, write_chunk
-    from ddlx.datasets.traces.pai_v2023.generator import generate as generate_v2023
-    from ddlx.datasets.traces.philly.generator import generate as generate_philly
+    from ddlx.traces.pai_v2023.generator import generate as generate_v2023
+    from ddlx.traces.philly.generator import generate as generate_philly
     from tests.test_gpu_efficiency import SACCT, SM_ACTIVE, _frame, _write_samples
 
     folder = tmp_path_factory.mktemp("options")

@@ -14,8 +14,8 @@ import pytest
 from ddlx.analysis.runner import run_analysis
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import INGEST_FORMAT, ingest
-from ddlx.datasets.traces.pai import reader
 from ddlx.errors import InputError
+from ddlx.traces.pai import reader
 from tests.conftest import write_pai_release
 
 
@@ -310,7 +310,7 @@ def test_the_manifest_times_each_step(pai_release: Path, home: Path) -> None:
     assert list(steps)[len(sizes):] == ["pai_task_instances", "pai_jobs", "views", "validation"]
     assert all(seconds >= 0 for seconds in steps.values())
     assert sum(steps.values()) <= manifest["ingest_seconds"]
-    from ddlx.datasets.traces.pai.reader import ADAPTER
+    from ddlx.traces.pai.reader import ADAPTER
 
     assert list(manifest["inputs"]) == list(ADAPTER.tables) == list(manifest["rows"])[:len(sizes)]
 
@@ -378,7 +378,7 @@ def test_the_instances_per_task_are_stored_as_the_released_rows_give_them(tmp_pa
     """`pai_task_instances`: one row per task of the instance table, with its rows and earliest start
     as the released CSV gives them; the orphan check counts the instances of tasks the task table
     lacks, as the CSVs give them."""
-    from ddlx.datasets.traces.pai.generator import generate
+    from ddlx.traces.pai.generator import generate
 
     release = tmp_path / "release"
     if generated:
@@ -405,7 +405,7 @@ def test_the_jobs_built_in_buckets_are_the_jobs_of_one_query(tmp_path: Path) -> 
     canonical jobs built in 2 and in 5 buckets hold the same rows, column for column, as one query,
     and leave no scratch files."""
     from ddlx.datasets.catalog import bound_memory
-    from ddlx.datasets.traces.pai.generator import generate
+    from ddlx.traces.pai.generator import generate
 
     generate(tmp_path / "release", scale=0.002, seed=3)
     home = tmp_path / "home"

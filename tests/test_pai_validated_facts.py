@@ -13,8 +13,8 @@ from polars.testing import assert_frame_equal
 
 from ddlx.analysis.context import TraceContext, open_trace
 from ddlx.datasets.ingest import ingest
-from ddlx.datasets.traces.pai import analyses, reproduce
-from ddlx.datasets.traces.pai.reader import ORPHAN_TASKS_CHECK, duplicate_check_name
+from ddlx.traces.pai import analyses, reproduce
+from ddlx.traces.pai.reader import ORPHAN_TASKS_CHECK, duplicate_check_name
 from tests.conftest import PAI_FIXTURE, write_pai_release
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
-from ddlx.datasets.traces.philly import reader as philly
+from ddlx.traces.philly import reader as philly
 from tests.conftest import SHARED_TRACES
 
 PACIFIC = ZoneInfo("America/Los_Angeles")

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from ddlx.errors import UsageError
-from ddlx.simulate.placement import (
+from ddlx.placement import (
     POLICIES,
     Cluster,
     PlacementOptionError,
@@ -27,7 +27,7 @@ from ddlx.simulate.placement import (
     target_workload,
     tasks_from_frame,
 )
-from ddlx.simulate.placement.fillup import arrived_percent
+from ddlx.placement.fillup import arrived_percent
 
 
 def nodes_frame(rows: list[tuple[str, int, int, int, str | None]]) -> pl.DataFrame:

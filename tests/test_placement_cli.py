@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from ddlx.datasets.ingest import ingest
-from ddlx.simulate.placement import POLICIES
+from ddlx.placement import POLICIES
 from tests.conftest import assert_clean_failure, tree_digest
 from tests.test_pai_v2023_ingest import write_release
 

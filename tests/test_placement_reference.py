@@ -26,12 +26,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from ddlx.analysis.placement_inputs import read_inputs
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import InputError
-from ddlx.simulate.placement import POLICIES, summary_at
-from ddlx.simulate.placement.experiment import PlacementExperiment, cuts_of, run_placement
-from ddlx.simulate.placement.inputs import read_inputs
-from ddlx.simulate.placement.reference import (
+from ddlx.placement import POLICIES, summary_at
+from ddlx.placement.experiment import PlacementExperiment, cuts_of, run_placement
+from ddlx.placement.reference import (
     ALLOCATED_FILE,
     COMPARED_LEVELS,
     FRAGMENTED_FILE,

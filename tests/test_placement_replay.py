@@ -1,4 +1,4 @@
-"""The replay of `ddlx.simulate.placement`: arrivals with departures on the one cluster model, under
+"""The replay of `ddlx.placement`: arrivals with departures on the one cluster model, under
 any policy, with the named fragmentation variants; a hand-made cluster whose placements, free
 capacity and fragmentation are worked out below, releases that give back exactly what a placement
 took, and the replay without departures before the last arrival equal to the fill-up."""
@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from ddlx.errors import UsageError
-from ddlx.simulate.placement import (
+from ddlx.placement import (
     POLICIES,
     Cluster,
     Placement,

@@ -16,8 +16,8 @@ import pytest
 from ddlx.analysis.fast import PLAIN_ENV
 from ddlx.analysis.model import AnalysisResult
 from ddlx.analysis.runner import run_analysis
+from ddlx.datasets.plugins import TRACES
 from ddlx.datasets.synthetic import ensure_sample
-from ddlx.datasets.traces import TRACES
 from tests.test_analysis_cache import _outputs as tables_and_findings
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("duckdb_on_one_thread")]

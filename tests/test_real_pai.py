@@ -14,8 +14,8 @@ import pytest
 
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
-from ddlx.datasets.traces.pai import schema as pai_schema
-from ddlx.datasets.traces.pai.release import RELEASE as PAI
+from ddlx.traces.pai import schema as pai_schema
+from ddlx.traces.pai.release import RELEASE as PAI
 from tests.conftest import SHARED, SHARED_TRACES, needs_shared_traces
 
 PAI_DIR = SHARED_TRACES / "alibaba-pai-v2020"

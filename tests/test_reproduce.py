@@ -20,12 +20,7 @@ import pytest
 
 from ddlx.analysis.context import open_trace
 from ddlx.analysis.definitions import registry
-from ddlx.analysis.runner import run_analysis
-from ddlx.datasets.importers import import_dataset
-from ddlx.datasets.ingest import ingest
-from ddlx.reports.report import build_report
-from ddlx.reports.reproduction import format_reproduction, reproduction_csv, reproduction_view
-from ddlx.reproduce import (
+from ddlx.analysis.reproduce import (
     DIFFERS,
     EXACT,
     MATCHES,
@@ -43,6 +38,11 @@ from ddlx.reproduce import (
     rounded,
     within,
 )
+from ddlx.analysis.runner import run_analysis
+from ddlx.datasets.importers import import_dataset
+from ddlx.datasets.ingest import ingest
+from ddlx.reports.report import build_report
+from ddlx.reports.reproduction import format_reproduction, reproduction_csv, reproduction_view
 from tests.conftest import SHARED, SHARED_TRACES, needs_shared_traces
 from tests.test_pai_v2023_ingest import write_release as write_v2023_release
 
@@ -137,7 +137,7 @@ def test_openb_atc23_fgd_figures_against_the_owners_results(v2023_home: Path) ->
     the default-list cut at 100 % within 2 points of the owners' (their file, read here), the largest
     cut on gpuspec20/25/33 over 50-130 % within 3 points of theirs, at their list, with the list and
     level named; the abstract's 49 % and 290 GPUs are not the owners' maxima on these lists."""
-    from ddlx.datasets.traces.pai_v2023 import reproduce as openb
+    from ddlx.traces.pai_v2023 import reproduce as openb
 
     assert (openb.FILL_UP_SEEDS, openb.CONSTRAINED_SEEDS) == (10, 3)
     owners_default = _owners_cuts("openb_pod_list_default")[100]

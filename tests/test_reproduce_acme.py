@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from ddlx.analysis.definitions import get_definition
+from ddlx.analysis.reproduce import reproduce
+from ddlx.analysis.reproduce.model import DIFFERS, MATCHES, NOT_HERE
+from ddlx.analysis.reproduce.run import get_profile
 from ddlx.datasets.ingest import ingest
-from ddlx.reproduce import reproduce
-from ddlx.reproduce.model import DIFFERS, MATCHES, NOT_HERE
-from ddlx.reproduce.run import get_profile
 from tests.test_acme_ingest import KALOS_HEADER, SEREN_HEADER, write_release
 
 # Seren (times +08:00). GPU time below is the gpu_time column (= duration x gpu_num in every row).

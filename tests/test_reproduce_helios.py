@@ -9,8 +9,8 @@ from statistics import mean
 
 import pytest
 
+from ddlx.analysis.reproduce import DIFFERS, MATCHES, NOT_HERE, NOT_YET, get_profile, reproduce
 from ddlx.datasets.ingest import ingest
-from ddlx.reproduce import DIFFERS, MATCHES, NOT_HERE, NOT_YET, get_profile, reproduce
 from tests.conftest import SHARED_TRACES, needs_shared_traces
 from tests.test_helios_ingest import LOG_HEADER, write_folders
 

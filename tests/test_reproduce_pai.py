@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from ddlx.analysis.reproduce import reproduce
+from ddlx.analysis.reproduce.model import DIFFERS, MATCHES, NOT_HERE, NOT_YET
 from ddlx.datasets.ingest import ingest
-from ddlx.reproduce import reproduce
-from ddlx.reproduce.model import DIFFERS, MATCHES, NOT_HERE, NOT_YET
 from tests.conftest import write_pai_release
 
 

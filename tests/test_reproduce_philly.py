@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from ddlx.analysis.reproduce import reproduce
+from ddlx.analysis.reproduce.model import DIFFERS, MATCHES, NOT_HERE
+from ddlx.analysis.reproduce.run import get_profile
 from ddlx.datasets.ingest import ingest
-from ddlx.reproduce import reproduce
-from ddlx.reproduce.model import DIFFERS, MATCHES, NOT_HERE
-from ddlx.reproduce.run import get_profile
 from tests.conftest import SHARED_TRACES, needs_shared_traces
 from tests.test_philly_ingest import write_philly_release
 

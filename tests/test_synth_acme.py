@@ -1,4 +1,4 @@
-"""Tests of ddlx.datasets.traces.acme.generator: synthetic Acme job traces (Seren and Kalos, NSDI'24).
+"""Tests of ddlx.traces.acme.generator: synthetic Acme job traces (Seren and Kalos, NSDI'24).
 
 Every figure is recomputed here from the written CSVs (the csv module and datetime.fromisoformat
 for formats, DuckDB for times and aggregates), never taken from the generator. Targets come from
@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ddlx.datasets.traces.acme.generator import generate as generate_acme
+from ddlx.traces.acme.generator import generate as generate_acme
 from tests.conftest import SHARED_TRACES
 
 SCALE = 0.2

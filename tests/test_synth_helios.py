@@ -1,4 +1,4 @@
-"""Tests of ddlx.datasets.traces.helios.generator: a synthetic Helios release in the official format.
+"""Tests of ddlx.traces.helios.generator: a synthetic Helios release in the official format.
 
 Every figure is recomputed here from the written files (the csv module for formats, polars and
 DuckDB for aggregates), never taken from the generator. Expected values come from the Helios
@@ -21,7 +21,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from ddlx.datasets.traces.helios.generator import generate as generate_helios
+from ddlx.traces.helios.generator import generate as generate_helios
 from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 SCALE = 0.01

@@ -1,4 +1,4 @@
-"""Tests of ddlx.datasets.traces.pai.generator: a synthetic PAI v2020 release in the official format.
+"""Tests of ddlx.traces.pai.generator: a synthetic PAI v2020 release in the official format.
 
 Every figure is recomputed here from the written archives (DuckDB over the extracted CSVs,
 polars for time zones), never taken from the generator. Expected values come from the PAI
@@ -17,8 +17,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from ddlx.datasets.traces.pai import schema
-from ddlx.datasets.traces.pai.generator import generate as generate_pai
+from ddlx.traces.pai import schema
+from ddlx.traces.pai.generator import generate as generate_pai
 
 SCALE = 0.02
 SEED = 7
@@ -457,7 +457,7 @@ def test_generated_values_stay_within_the_accepted_ranges() -> None:
     """The long tails of the generator are held to what ingest accepts (large scales reach them)."""
     import polars as pl
 
-    from ddlx.datasets.traces.pai import generator, schema
+    from ddlx.traces.pai import generator, schema
 
     high = schema.RANGES["pai_sensor_table"]["cpu_usage"].high
     frame = pl.DataFrame({"cpu_usage": [12.5, high + 1569.21, -3.0], "gpu_wrk_util": [1.0, 2.0, None],

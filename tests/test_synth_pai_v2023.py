@@ -1,4 +1,4 @@
-"""Tests of ddlx.datasets.traces.pai_v2023.generator: a synthetic Alibaba GPU trace v2023 (`openb` files).
+"""Tests of ddlx.traces.pai_v2023.generator: a synthetic Alibaba GPU trace v2023 (`openb` files).
 
 Every figure is recomputed here from the written CSVs (the csv module for formats, polars and
 DuckDB for aggregates), never taken from the generator. Expected values are recomputed from the
@@ -17,7 +17,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from ddlx.datasets.traces.pai_v2023.generator import generate as generate_pai_v2023
+from ddlx.traces.pai_v2023.generator import generate as generate_pai_v2023
 from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 SCALE = 1.0

@@ -1,4 +1,4 @@
-"""Tests of ddlx.datasets.traces.philly.generator: a synthetic Microsoft Philly trace in the release format.
+"""Tests of ddlx.traces.philly.generator: a synthetic Microsoft Philly trace in the release format.
 
 Every figure is recomputed here from the written files with independent readers (json, csv,
 polars, zoneinfo), never taken from the generator. Expected values come from the Philly section
@@ -23,8 +23,8 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import pytest
 
-from ddlx.datasets.traces.philly.generator import _build_machines, _machine_list_text
-from ddlx.datasets.traces.philly.generator import generate as generate_philly
+from ddlx.traces.philly.generator import _build_machines, _machine_list_text
+from ddlx.traces.philly.generator import generate as generate_philly
 from tests.conftest import SHARED_TRACES, needs_shared_traces
 
 SCALE = 0.01

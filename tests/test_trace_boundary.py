@@ -1,4 +1,5 @@
-"""Everything ddlx knows about one trace lives in its folder, `datasets/traces/<trace>/`.
+"""Everything ddlx knows about one trace lives in its folder, `traces/<trace>/` (and the folders
+of the formats published with it, `formats/<format>/`).
 
 No module outside that folder names a trace: not its registry name, not its label, not a raw
 table of it (`<folder>_...`). Analysis reads canonical views and asks whether one is present;
@@ -11,12 +12,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ddlx.datasets.traces import FOLDERS, TRACES
+from ddlx.datasets.plugins import TRACES, format_plugins, trace_plugins
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: Folders of the repository that are not the installed package, or that may name traces.
-NOT_SCANNED = ("tests", "benchmarks", "docs", "build", ".venv", "datasets/traces")
+#: The trace folders (`ddlx.traces.<folder>`).
+FOLDERS = [plugin.package.rpartition(".")[2] for plugin in trace_plugins()]
+
+#: Folders of the repository that are not the installed package, or that may name traces: the
+#: trace folders and the folders of the formats published with a trace's tools.
+NOT_SCANNED = ("tests", "benchmarks", "docs", "build", ".venv", "traces",
+               *(plugin.package.replace("ddlx.", "").replace(".", "/") for plugin in format_plugins() if plugin.trace))
 
 #: Phrases that name a simulator's input format, not a trace: the simulator published with the
 #: PAI release (`pai-sim`) and the Helios/Lucid schedulers' priority list.
@@ -50,7 +56,7 @@ def _offences(root: Path = REPO) -> list[str]:
 
 def test_no_module_outside_the_trace_folders_names_a_trace() -> None:
     offences = _offences()
-    assert not offences, "modules outside datasets/traces/ name a trace:\n" + "\n".join(offences)
+    assert not offences, "modules outside traces/ name a trace:\n" + "\n".join(offences)
 
 
 def test_the_check_sees_a_trace_name(tmp_path: Path) -> None:
@@ -60,8 +66,8 @@ def test_the_check_sees_a_trace_name(tmp_path: Path) -> None:
     (tmp_path / "analysis").mkdir()
     (tmp_path / "analysis" / "probe.py").write_text(
         f'TABLE = "{FOLDERS[0]}_job_table"\nif ctx.trace == "x":\n    pass\n"""Reads the {name.upper()} log."""\n')
-    (tmp_path / "datasets" / "traces" / FOLDERS[0]).mkdir(parents=True)
-    (tmp_path / "datasets" / "traces" / FOLDERS[0] / "reader.py").write_text(f'TABLE = "{FOLDERS[0]}_job_table"\n')
+    (tmp_path / "traces" / FOLDERS[0]).mkdir(parents=True)
+    (tmp_path / "traces" / FOLDERS[0] / "reader.py").write_text(f'TABLE = "{FOLDERS[0]}_job_table"\n')
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_x.py").write_text(f'TRACE = "{name}"\n')
     offences = _offences(tmp_path)

@@ -1,5 +1,6 @@
-"""The one list of traces (`ddlx.datasets.traces.FOLDERS`) is what the command line, the docs and
-the generator see: each trace has its folder, reader, generator, doc page and README row."""
+"""The plugins (`ddlx.datasets.plugins`) are what the command line, the docs and the generator see:
+each trace has its folder, reader, generator, doc page and README row; each format its folder with a
+writer or a reader (or both) of its own name."""
 
 from __future__ import annotations
 
@@ -8,15 +9,27 @@ import re
 from pathlib import Path
 
 from ddlx.datasets.adapter import TraceAdapter
-from ddlx.datasets.traces import FOLDERS, TRACES, get_adapter, get_generator, sample_scale
+from ddlx.datasets.plugins import (
+    TRACES,
+    FormatPlugin,
+    TracePlugin,
+    format_plugins,
+    get_adapter,
+    get_generator,
+    sample_scale,
+    trace_plugins,
+)
 
 REPO = Path(__file__).resolve().parents[1]
+
+#: The trace folders, in list order.
+FOLDERS = [plugin.package.rpartition(".")[2] for plugin in trace_plugins()]
 
 
 def test_every_folder_is_a_complete_trace() -> None:
     assert len(TRACES) == len(FOLDERS)
     for folder in FOLDERS:
-        assert {p.name for p in (REPO / "datasets" / "traces" / folder).glob("*.py")} >= {
+        assert {p.name for p in (REPO / "traces" / folder).glob("*.py")} >= {
             "__init__.py", "release.py", "reader.py", "generator.py"}, folder
     for name, info in TRACES.items():
         adapter = get_adapter(name)
@@ -40,13 +53,53 @@ def test_every_trace_has_an_analyze_command(cli) -> None:
     assert re.findall(r"│ ([a-z0-9-]+)-trace ", result.out) == list(TRACES)
 
 
-def test_every_trace_folder_is_installed_and_placed_once() -> None:
-    """Adding a trace edits one line: its package in pyproject.toml (the folder is found, and this
-    test fails while the package is not listed, so a wheel would lack it)."""
-    listed = set(re.findall(r'"(ddlx\.datasets\.traces\.\w+)"', (REPO / "pyproject.toml").read_text()))
-    assert listed == {f"ddlx.datasets.traces.{folder}" for folder in FOLDERS}
-    positions = [importlib.import_module(f"ddlx.datasets.traces.{folder}").LIST_POSITION for folder in FOLDERS]
+def test_every_plugin_folder_is_installed_and_placed_once() -> None:
+    """Adding a trace or a format is adding a folder: setup.py's package discovery installs every
+    plugin folder, pyproject.toml names none, and the list positions are distinct."""
+    import ast
+
+    setup = ast.parse((REPO / "setup.py").read_text())
+    assert any(isinstance(node, ast.Name) and node.id == "find_packages" for node in ast.walk(setup))
+    from setuptools import find_packages
+
+    installed = {f"ddlx.{name}" for name in find_packages(str(REPO), exclude=["tests*", "benchmarks*", "docs*"])}
+    plugins = {plugin.package for plugin in (*trace_plugins(), *format_plugins())}
+    assert plugins <= installed
+    assert not re.search(r"ddlx\.(traces|formats)\.", (REPO / "pyproject.toml").read_text())
+    folders = {p.parent.name for p in (REPO / "traces").glob("*/__init__.py")}
+    assert folders == set(FOLDERS)
+    positions = [plugin.list_position for plugin in trace_plugins()]
     assert positions == sorted(positions) and len(set(positions)) == len(positions)
+
+
+def test_every_plugin_is_typed() -> None:
+    for folder in (REPO / "traces").glob("*/__init__.py"):
+        assert isinstance(importlib.import_module(f"ddlx.traces.{folder.parent.name}").PLUGIN, TracePlugin)
+    for folder in (REPO / "formats").glob("*/__init__.py"):
+        assert isinstance(importlib.import_module(f"ddlx.formats.{folder.parent.name}").PLUGIN, FormatPlugin)
+
+
+def test_every_format_folder_holds_its_reader_or_writer() -> None:
+    """A format folder's writer and reader carry its name; a format published with a trace names a
+    registered trace, which then lists it among its formats; each states its consumer and loader."""
+    names = [plugin.name for plugin in format_plugins()]
+    assert len(names) == len(set(names)) and len(names) == len(list((REPO / "formats").glob("*/__init__.py")))
+    for plugin in format_plugins():
+        assert plugin.writer is not None or plugin.reader is not None, plugin.name
+        for side in (plugin.writer, plugin.reader):
+            assert side is None or side.name == plugin.name, plugin.name
+        assert plugin.consumer and plugin.loader
+        if plugin.trace is not None:
+            assert plugin in next(t for t in trace_plugins() if t.name == plugin.trace).formats
+    assert {p.trace for p in format_plugins()} - {None} <= set(TRACES)
+
+
+def test_every_format_folder_says_what_each_of_its_files_holds() -> None:
+    for plugin in format_plugins():
+        package = importlib.import_module(plugin.package)
+        listed = re.findall(r"^- `([a-z_0-9]+\.py)`: \S", package.__doc__ or "", flags=re.M)
+        files = sorted(p.name for p in (REPO / "formats" / plugin.package.rpartition(".")[2]).glob("*.py"))
+        assert sorted(listed + ["__init__.py"]) == files, plugin.name
 
 
 def test_every_trace_list_in_the_docs_is_the_registry() -> None:
@@ -68,7 +121,7 @@ def test_every_trace_list_in_the_docs_is_the_registry() -> None:
 def test_every_trace_folder_says_what_each_of_its_files_holds() -> None:
     """A trace package's docstring lists each module of its folder, one `- `file.py`: ...` line each."""
     for folder in FOLDERS:
-        package = importlib.import_module(f"ddlx.datasets.traces.{folder}")
+        package = importlib.import_module(f"ddlx.traces.{folder}")
         listed = re.findall(r"^- `([a-z_0-9]+\.py)`: \S", package.__doc__ or "", flags=re.M)
-        files = sorted(p.name for p in (REPO / "datasets" / "traces" / folder).glob("*.py"))
+        files = sorted(p.name for p in (REPO / "traces" / folder).glob("*.py"))
         assert sorted(listed) == files, folder

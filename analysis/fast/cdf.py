@@ -14,6 +14,7 @@ import polars as pl
 
 from ddlx.analysis.context import TraceContext
 from ddlx.analysis.fast import fast_paths
+from ddlx.datasets.sqltext import written_decimal
 
 #: Most values sorted in memory (about 200 MiB with a group column); past it the discrete quantile
 #: runs in DuckDB.
@@ -34,8 +35,6 @@ def cdf_of_values(values: pl.DataFrame, groups: Sequence[str], probabilities: Se
     """`cdf_table`'s rows from the values (the group columns and `value`, none NULL): each group's
     values sorted (NaN above every number; NULL groups last), then x_k taken at each probability,
     k = max(ceil(n p), 1) - 1 with p the decimal it is written as, in exact integer arithmetic."""
-    from ddlx.analysis.sql import written_decimal  # sql reads this module: imported when it has loaded
-
     keys = list(groups)
     if keys:
         per_group = values.group_by(keys).agg(pl.col("value").sort().alias("ordered"), pl.len().alias("rows"))

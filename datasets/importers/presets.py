@@ -1,4 +1,4 @@
-"""The importer's presets: known table shapes (Microsoft ITP, Slurm `sacct`), each a column mapping
+"""The importer's presets: known table shapes (Slurm `sacct`), each a column mapping
 with its time unit, delimiter and rules, for `ddlx datasets import NAME --preset P`; `presets()`
 adds the file formats read through a converter (the Standard Workload Format, and the formats of
 tools published with a trace)."""
@@ -32,14 +32,6 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {
-    "itp": Preset(
-        name="itp",
-        description="Microsoft ITP (ElasticFlow raw traces): clusterNN.csv with "
-                    "job_id,submission_time,duration,num_gpu; seconds from the trace start",
-        mapping={"job_id": "job_id", "submit": "submission_time", "duration": "duration", "gpus": "num_gpu"},
-        time_unit="s",
-        wall_clock=False,
-    ),
     "slurm": Preset(
         name="slurm",
         description="Slurm `sacct --parsable2` export: |-delimited, JobID,User,Account,Partition,State,"
@@ -58,14 +50,14 @@ PRESETS: dict[str, Preset] = {
 
 
 def presets() -> dict[str, Preset]:
-    """Every preset: the table shapes above, the Standard Workload Format reader, and the formats of
-    the tools published with a trace (`IMPORT_PRESETS` of a trace folder's `formats`)."""
-    from ddlx.datasets.importers.swf import SWF_PRESET
-    from ddlx.datasets.traces import trace_parts
+    """Every preset: the table shapes above, then the readers of the format plugins
+    (`ddlx.formats.<folder>.reader`: the Standard Workload Format, ...)."""
+    from ddlx.datasets.plugins import format_plugins
 
-    found = {**PRESETS, SWF_PRESET.name: SWF_PRESET}
-    for _, module in trace_parts("formats"):
-        found.update({preset.name: preset for preset in getattr(module, "IMPORT_PRESETS", ())})
+    found = dict(PRESETS)
+    for plugin in format_plugins():
+        if (preset := plugin.reader) is not None:
+            found[preset.name] = preset
     return found
 
 

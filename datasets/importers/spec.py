@@ -190,7 +190,7 @@ def check_dataset_name(name: str, registered: Sequence[str] = ()) -> None:
     not be a registered trace (`ddlx datasets list`), nor name the same tables as one (`-` and `_`
     are the same in table names), nor clash that way with another dataset in `registered`.
     """
-    from ddlx.datasets.traces import TRACES
+    from ddlx.datasets.plugins import TRACES
 
     if not NAME_RE.match(name):
         raise UnknownDatasetError(

@@ -43,7 +43,7 @@ def _built(base: Path) -> World:
     from ddlx.datasets.importers import import_dataset
     from ddlx.datasets.ingest import ingest
     from ddlx.predict.artifacts import load_predictor, write_table
-    from ddlx.predict.models import train
+    from ddlx.predict.training import train
     from ddlx.reports.results import write_results
     from tests.test_pai_v2023_ingest import write_release
 

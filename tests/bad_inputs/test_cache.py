@@ -18,7 +18,7 @@ import pytest
 
 from ddlx.analysis.cache import METADATA_PREFIX
 from ddlx.datasets.ingest import ingest
-from ddlx.datasets.traces.pai.generator import generate as generate_pai
+from ddlx.traces.pai.generator import generate as generate_pai
 from tests.conftest import tree_digest
 
 pytestmark = [pytest.mark.usefixtures("duckdb_on_one_thread"), pytest.mark.slow]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ddlx.reproduce import NOT_HERE
+from ddlx.analysis.reproduce import NOT_HERE
 from tests.bad_inputs.outputs_home import World, snapshot, world
 from tests.conftest import assert_clean_failure
 

@@ -152,7 +152,7 @@ def test_the_files_of_an_export_are_replaced_together_or_not_at_all(cli, shared:
     """An export and its sidecars: a failure after the file is written leaves the previous three
     byte-identical; a folder where a sidecar goes is refused before any is renamed; the sidecar
     describes the bytes beside it."""
-    import ddlx.datasets.export as export
+    import ddlx.formats.export as export
 
     name, args = FILE_COMMANDS["datasets export"]
     out = space / name
