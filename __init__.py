@@ -3,13 +3,18 @@
 In Python, `ddlx.open()` returns the catalog of a data home, and everything the command line does
 hangs off it (`ddlx.api.Catalog`); `ddlx.report(result, ...)` shows a report inline (docs/python.md).
 
-Packages, each stating its public face in its own `__init__.py`:
-- `ddlx.datasets`: traces and imports into the catalog (typed Parquet, read through DuckDB);
-- `ddlx.analysis`: the characterization modules (`analyze`);
+Packages, bottom layer first (a package imports only from those above it in this list;
+tests/test_import_graph.py checks it), each stating its public face in its own `__init__.py`:
+- `ddlx.datasets`: the catalog, ingest and import (typed Parquet, read through DuckDB), the
+  canonical model, telemetry, and the plugin contract (`ddlx.datasets.plugins`);
+- `ddlx.placement`: the node-level placement model (cluster, policies, fragmentation, fill-up);
+- `ddlx.analysis`: the characterization modules (`analyze`) and the papers' published figures
+  (`ddlx.analysis.reproduce`);
+- `ddlx.predict`: job-duration predictors; `ddlx.simulate`: the trace-driven pool simulator;
 - `ddlx.reports`: results folders and reports;
-- `ddlx.analysis.reproduce`: the papers' published figures beside ddlx's;
-- `ddlx.predict`: job-duration predictors; `ddlx.simulate`: the trace-driven simulators;
-- `ddlx.cli`: the `ddlx` command line.
+- `ddlx.traces`: one plugin folder per supported trace; `ddlx.formats`: one per file format of
+  another tool (writer and reader), and `export_dataset`;
+- `ddlx.api` (`ddlx.open()`), then `ddlx.cli`: the `ddlx` command line.
 """
 
 from importlib.metadata import PackageNotFoundError, version
