@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ddlx.reports.chart_specs import ChartSpec
 
 __all__ = ["FormatPlugin", "TRACES", "TracePlugin", "format_plugins", "get_adapter", "get_generator", "get_trace",
-           "publishers", "sample_scale", "trace_plugin", "trace_plugins"]
+           "publishers", "sample_scale", "trace_plugin", "trace_plugins", "traces"]
 
 #: The packages whose sub-packages are plugins.
 TRACE_PACKAGE = "ddlx.traces"
@@ -210,8 +210,22 @@ def format_plugins() -> tuple[FormatPlugin, ...]:
     return tuple(sorted(_plugins(FORMAT_PACKAGE, FormatPlugin), key=lambda p: p.name))
 
 
-#: Trace name (as on the command line) -> its release facts, in list order.
-TRACES: dict[str, TraceInfo] = {plugin.name: plugin.release for plugin in trace_plugins()}
+@cache
+def traces() -> dict[str, TraceInfo]:
+    """Trace name (as on the command line) -> its release facts, in list order (also `TRACES`)."""
+    return {plugin.name: plugin.release for plugin in trace_plugins()}
+
+
+#: Trace name -> release facts (`traces()`), read through the module's `__getattr__`.
+TRACES: dict[str, TraceInfo]
+
+
+def __getattr__(name: str) -> Any:
+    # `TRACES` is found on first use, not when this module loads: a trace folder's `__init__.py`
+    # imports `TracePlugin` from here while the folder itself is still loading.
+    if name == "TRACES":
+        return traces()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def trace_plugin(name: str) -> TracePlugin:
@@ -219,8 +233,9 @@ def trace_plugin(name: str) -> TracePlugin:
     for plugin in trace_plugins():
         if plugin.name == name:
             return plugin
-    raise UnknownDatasetError(f"unknown trace '{name}'; expected one of: {', '.join(sorted(TRACES))}"
-                              f"{did_you_mean(name, TRACES)}")
+    known = traces()
+    raise UnknownDatasetError(f"unknown trace '{name}'; expected one of: {', '.join(sorted(known))}"
+                              f"{did_you_mean(name, known)}")
 
 
 def get_trace(name: str) -> TraceInfo:
