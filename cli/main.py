@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from ddlx.cli.help import WorkflowGroup, click_command
 from ddlx.cli.options import (
     TRACE_NAMES,
     DataHome,
@@ -46,6 +47,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # click's plain layout: option names whole at 80 columns
+    cls=WorkflowGroup,
 )
 datasets_app = typer.Typer(help="Supported traces: list, download, ingest, inspect, generate.",
                            no_args_is_help=True)
@@ -422,7 +425,7 @@ def run() -> None:
     if not logging.getLogger().handlers:
         logging.getLogger().addHandler(logging.NullHandler())
     try:
-        app()
+        click_command(app)()
     except KeyboardInterrupt:
         _interrupted()
     except SystemExit as exc:  # Typer turns an interrupt inside a command into a silent exit 130
