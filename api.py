@@ -166,7 +166,7 @@ class Catalog:
         if self.progress is not None:
             self.progress(f"{dataset}: filling {inputs.source['gpus']:,} GPUs under "
                           f"{len(chosen) if chosen else 'all'} policies x {seeds} seeds")
-        return run_placement(inputs, chosen, seeds, workers, **settings)
+        return run_placement(inputs, chosen, seeds, workers, progress=self.progress, **settings)
 
     def train(self, name: str, out: Path | str | None = None, seed: int = 0, max_fit_rows: int | None = None,
               synthetic: bool = False) -> TrainResult:

@@ -38,8 +38,10 @@ def synth_cluster_command(
         "--job-label/--no-job-label", help="Slurm: put hpc_job=JOBID on the samples of GPUs a job holds "
                                            "(dcgm-exporter's HPC job mapping).")] = True,
 ) -> None:
-    """Write a SYNTHETIC cluster: its Slurm accounting (or Kubernetes pods) and DCGM telemetry, consistent with
-    each other, plus plan.json, the ground truth of allocated and idle GPU-seconds."""
+    """Write a SYNTHETIC cluster's accounting and GPU telemetry.
+
+    Its Slurm accounting (or Kubernetes pods) and DCGM telemetry, consistent with each other, plus
+    plan.json, the ground truth of allocated and idle GPU-seconds."""
     from ddlx.datasets.synthetic import write_release_folder
     from ddlx.datasets.telemetry.generator import ClusterSpec, check_spec, parse_fields, write_synthetic_cluster
 

@@ -51,7 +51,9 @@ def datasets_import(
         help="Skip up to this many unreadable rows (reported by `datasets info`) instead of failing.")] = 0,
     data_home: DataHome = None,
 ) -> None:
-    """Import a job table of your own (any columns, ITP or Slurm) as a dataset in the catalog."""
+    """Import a job table of your own as a dataset.
+
+    Any columns (mapped with --map), or a known shape: ITP, Slurm, SWF or a trace tool's format."""
     from ddlx.datasets.catalog import catalog_path, read_registrations
     from ddlx.datasets.home import resolve_data_home
     from ddlx.datasets.importers import ImportSpecError, build_spec, import_with_spec

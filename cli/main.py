@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -18,8 +17,12 @@ import typer
 from ddlx.cli.help import WorkflowGroup, click_command
 from ddlx.cli.options import (
     TRACE_NAMES,
+    AsJson,
     DataHome,
+    Dataset,
+    DatasetArgument,
     Engine,
+    ListingFormat,
     Modules,
     NoCache,
     Partitions,
@@ -33,10 +36,11 @@ from ddlx.cli.options import (
 from ddlx.cli.options import analysis_options as _options
 from ddlx.cli.options import catalog as _catalog
 from ddlx.cli.options import data_home as _home
+from ddlx.cli.options import dataset_name as _dataset_name
 from ddlx.cli.options import module_names as _module_names
-from ddlx.cli.options import say as _say
+from ddlx.cli.options import progress as _progress
+from ddlx.cli.options import wants_json as _wants_json
 from ddlx.datasets.plugins import TRACES
-from ddlx.datasets.trace_info import TraceInfo
 from ddlx.errors import DdlxError, UsageError, caused_by_interrupt, describe_os_error, storage_error
 
 if TYPE_CHECKING:
@@ -50,11 +54,9 @@ app = typer.Typer(
     rich_markup_mode=None,  # click's plain layout: option names whole at 80 columns
     cls=WorkflowGroup,
 )
-datasets_app = typer.Typer(help="Supported traces: list, download, ingest, inspect, generate.",
+datasets_app = typer.Typer(help="List, download, ingest, import, generate and inspect datasets.",
                            no_args_is_help=True)
-analyze_app = typer.Typer(help="Characterize a trace and write its results.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
-app.add_typer(analyze_app, name="analyze")
 
 TraceName = Annotated[str, typer.Argument(
     help=f"Trace name: {TRACE_NAMES} (see `ddlx datasets list`).")]
@@ -65,13 +67,13 @@ Tables = Annotated[
 
 
 @datasets_app.command("list")
-def datasets_list(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
-) -> None:
-    """Show each supported trace: files, sizes, source addresses, sha256, licence and paper."""
+def datasets_list(output_format: ListingFormat = "text", as_json: AsJson = False) -> None:
+    """Show each supported trace, its files, sources and licence.
+
+    For each file: its size, address and sha256; for each trace: its licence, time zone and paper."""
     from dataclasses import asdict
 
-    if as_json:
+    if _wants_json(output_format, as_json):
         typer.echo(json.dumps([asdict(t) for t in TRACES.values()], indent=2))
         return
     for trace in TRACES.values():
@@ -90,16 +92,17 @@ def datasets_list(
 
 
 @datasets_app.command("status")
-def datasets_status(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-    data_home: DataHome = None,
-) -> None:
-    """Show what the data home holds: each ingested trace, imported dataset and SYNTHETIC sample."""
+def datasets_status(output_format: ListingFormat = "text", as_json: AsJson = False,
+                    data_home: DataHome = None) -> None:
+    """Show what the data home holds.
+
+    Each ingested trace, imported dataset and SYNTHETIC sample, as a table (or JSON)."""
     from ddlx.reports.text import format_table
 
+    json_out = _wants_json(output_format, as_json)
     catalog = _catalog(data_home)
     home, frame = catalog.home, catalog.datasets()
-    if as_json:
+    if json_out:
         typer.echo(json.dumps(frame.to_dicts(), indent=2))
         return
     typer.echo(f"data home: {home}")
@@ -119,7 +122,9 @@ def datasets_download(
         show_default=False)] = None,
     data_home: DataHome = None,
 ) -> None:
-    """Fetch the official release files into the data home, resuming and verifying sha256."""
+    """Fetch a trace's official files, resuming and verifying.
+
+    The files go into the data home; each is checked against its published sha256."""
     from ddlx.datasets.download import download_release
     from ddlx.datasets.home import downloads_dir
     from ddlx.datasets.plugins import get_trace
@@ -167,12 +172,15 @@ def datasets_ingest(
         help="Skip up to this many unreadable rows per table (reported by `datasets info`) instead of failing.")] = 0,
     data_home: DataHome = None,
 ) -> None:
-    """Read a trace's files into typed Parquet and register them in the catalog."""
+    """Read a trace's files into typed Parquet in the catalog.
+
+    The trace is registered in the catalog as a dataset of the same name."""
     from ddlx.datasets.catalog import catalog_path
     from ddlx.datasets.ingest import ingest
 
     home = _home(data_home)
-    result = ingest(trace, source, home, tables=table, max_rejected_rows=max_rejected_rows, progress=_say)
+    with _progress() as shown:
+        result = ingest(trace, source, home, tables=table, max_rejected_rows=max_rejected_rows, progress=shown)
     if not result.skipped:
         for name, rows in result.tables.items():
             typer.echo(f"{name}: {rows:,} rows")
@@ -182,18 +190,25 @@ def datasets_ingest(
 
 @datasets_app.command("info")
 def datasets_info(
-    trace: TraceName,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest as JSON.")] = False,
+    dataset: Dataset = None,
+    name: DatasetArgument = None,
+    output_format: Annotated[str, typer.Option("--format", help="text, or json for the manifest.")] = "text",
+    as_json: AsJson = False,
     data_home: DataHome = None,
 ) -> None:
-    """Show what was ingested for a trace or imported dataset, and its validation report."""
+    """Show what was ingested for a dataset and its validation.
+
+    The tables, the input files, rejected rows, the validation report and the figures (or, as JSON, the
+    manifest)."""
     from ddlx.datasets import inventory
     from ddlx.datasets.catalog import registered_dataset
     from ddlx.reports.text import format_table
 
+    trace = _dataset_name(dataset, name)
+    json_out = _wants_json(output_format, as_json)
     registration = registered_dataset(_home(data_home), trace)
     manifest = registration.manifest
-    if as_json:
+    if json_out:
         typer.echo(json.dumps(manifest, indent=2))
         return
     if registration.synthetic:
@@ -226,12 +241,15 @@ def datasets_synth(
     scale: Annotated[float, typer.Option("--scale", help="1 is about the size of the real release.")] = 0.01,
     seed: Annotated[int, typer.Option("--seed", help="Same seed, same bytes.")] = 0,
 ) -> None:
-    """Generate a SYNTHETIC trace in exactly the official file format."""
+    """Generate a SYNTHETIC trace in the official file format.
+
+    At --scale 1 a release is about the size of the real one (minutes to write)."""
     from ddlx.datasets.synthetic import write_synthetic_release
 
     if not (math.isfinite(scale) and scale > 0):
         raise typer.BadParameter(f"expected a finite number above 0, got {scale:g}", param_hint="--scale")
-    paths = write_synthetic_release(trace, out, scale, seed, progress=_say)
+    with _progress() as shown:
+        paths = write_synthetic_release(trace, out, scale, seed, progress=shown)
     for path in paths:
         typer.echo(f"{path}  {path.stat().st_size:,} bytes")
     typer.echo(f"SYNTHETIC release written; ingest it with: ddlx datasets ingest {trace} --from {out}")
@@ -244,21 +262,27 @@ from ddlx.cli.telemetry import import_metrics_command, reduce_command  # noqa: E
 
 @datasets_app.command("export")
 def datasets_export(
-    name: Annotated[str, typer.Argument(help="A dataset of the catalog (a trace or an import).")],
     output_format: Annotated[str, typer.Option("--format", help="The format (`ddlx datasets formats` lists them).")],
     out: Annotated[Path, typer.Option(
         "--out", help="The file to write (a sidecar .datapackage.json goes beside; all are replaced together, a "
                       "folder is refused).")],
+    dataset: Dataset = None,
     predictions: Annotated[Optional[Path], typer.Option(
         "--predictions", help="A prediction table of `ddlx predict apply`: its duration estimates go where the "
                               "format carries one.")] = None,
     option: Annotated[Optional[list[str]], typer.Option(
         "--option", help="A setting of the format, KEY=VALUE (repeatable; see `ddlx datasets formats`).")] = None,
     synthetic: UseSample = False,
+    name: DatasetArgument = None,
     data_home: DataHome = None,
 ) -> None:
-    """Write a dataset in a simulator's or scheduler's format, with what the conversion lost."""
+    """Write a dataset in a simulator's or scheduler's format.
+
+    A sidecar .datapackage.json beside the file states its sources, licence and what the conversion
+    lost."""
     from ddlx.formats.export import parse_options
+
+    name = _dataset_name(dataset, name)
 
     result = _catalog(data_home).export(name, output_format, out, predictions, parse_options(option or []),
                                         synthetic)
@@ -276,7 +300,9 @@ def datasets_export(
 
 @datasets_app.command("formats")
 def datasets_formats() -> None:
-    """List the formats `ddlx datasets export` writes: who reads each, its options, its estimate."""
+    """List the formats `ddlx datasets export` writes.
+
+    For each: who reads it, its options, and whether it carries a duration estimate."""
     from ddlx.formats.export import FORMATS
 
     for fmt in FORMATS.values():
@@ -304,6 +330,7 @@ app.command("reproduce")(reproduce_command)
 app.command("placement")(placement_command)
 app.add_typer(report_app, name="report")
 app.add_typer(predict_app, name="predict")
+# the order `ddlx --help` lists them in is ddlx.cli.help.WORKFLOW_ORDER
 
 
 @app.command("sql")
@@ -313,7 +340,9 @@ def sql(
     max_rows: Annotated[int, typer.Option("--max-rows", help="Rows shown in table format.")] = 50,
     data_home: DataHome = None,
 ) -> None:
-    """Run a query on the catalog (tables: jobs and each trace's own) and print the result."""
+    """Run a SQL query on the catalog and print the result.
+
+    The tables: jobs (every dataset's jobs in one schema) and each trace's own (`ddlx datasets info`)."""
     from ddlx.reports.text import format_csv, format_json, format_table
 
     if output_format not in ("table", "csv", "json"):
@@ -328,33 +357,16 @@ def sql(
 
 
 AnalyzeOut = Annotated[Optional[Path], typer.Option(
-    "--out", help="Results folder (default: ./ddlx-results/<trace>-trace); replaced whole when it holds "
-                  "summary.json, refused when it is another non-empty folder.", show_default=False)]
+    "--out", help="Results folder (default: ./ddlx-results/<trace>-trace for a registered trace, else "
+                  "./ddlx-results/<dataset>); replaced whole when it holds summary.json, refused when it is "
+                  "another non-empty folder.", show_default=False)]
 
 
-def _analyze_trace_command(trace: TraceInfo) -> Callable[..., None]:
-    """The command `ddlx analyze <trace>-trace` of one registered trace."""
-
-    def command(out: AnalyzeOut = None, synthetic: UseSample = False, module: Modules = None,
-                resolution: Resolution = None, window: Window = None, no_cache: NoCache = False,
-                data_home: DataHome = None) -> None:
-        _analyze(trace.name, out, synthetic, module, _options(resolution, window), data_home, not no_cache)
-
-    command.__doc__ = f"Characterize the {trace.title} (the ingested one, else a SYNTHETIC sample)."
-    command.__name__ = f"analyze_{trace.name.replace('-', '_')}_trace"
-    return command
-
-
-for _trace in TRACES.values():
-    analyze_app.command(f"{_trace.name}-trace")(_analyze_trace_command(_trace))
-
-
-@analyze_app.command("dataset")
-def analyze_dataset(
-    name: Annotated[str, typer.Argument(help="A dataset of the catalog, e.g. one made by `datasets import`.")],
-    out: Annotated[Optional[Path], typer.Option(
-        "--out", help="Results folder (default: ./ddlx-results/<name>); replaced whole when it holds "
-                      "summary.json, refused when it is another non-empty folder.", show_default=False)] = None,
+@app.command("analyze")
+def analyze(
+    dataset: Dataset = None,
+    out: AnalyzeOut = None,
+    synthetic: UseSample = False,
     module: Modules = None,
     resolution: Resolution = None,
     window: Window = None,
@@ -365,15 +377,39 @@ def analyze_dataset(
     spark_conf: SparkConf = None,
     no_cache: NoCache = False,
     data_home: DataHome = None,
+    legacy: Annotated[Optional[list[str]], typer.Argument(hidden=True, show_default=False)] = None,
 ) -> None:
-    """Characterize any dataset of the catalog (an imported cluster log, or an ingested trace)."""
+    """Characterize a dataset and write its results.
+
+    Prints one line per finding and writes the results folder (summary.json, report.html). A registered
+    trace that is not ingested is analysed on its SYNTHETIC sample."""
+    options = _options(resolution, window, engine, spark_master, samples_location, partitions, spark_conf)
+    name, as_trace = _analyzed(dataset, legacy or [])
+    if as_trace:
+        _analyze(name, out, synthetic, module, options, data_home, not no_cache)
+        return
     from ddlx.datasets.catalog import registered_dataset
 
-    options = _options(resolution, window, engine, spark_master, samples_location, partitions, spark_conf)
     out = _writable_out(out, name)
     catalog = _catalog(data_home)
     registered_dataset(catalog.home, name, lacking="jobs of trace")  # the wording of the analysis's own check
-    _render(catalog.analyze(name, _module_names(module), options=options, cache=not no_cache), out)
+    _render(catalog.analyze(name, _module_names(module), synthetic, options, not no_cache), out)
+
+
+def _analyzed(dataset: str | None, legacy: list[str]) -> tuple[str, bool]:
+    """The dataset `ddlx analyze` reads and whether it is read as a registered trace (its SYNTHETIC sample
+    when not ingested; results in <trace>-trace): `--dataset NAME`, or the hidden spellings
+    `analyze <trace>-trace` and `analyze dataset NAME` (always a catalog dataset)."""
+    if dataset is not None and not legacy:
+        return dataset, dataset in TRACES
+    if dataset is None and len(legacy) == 2 and legacy[0] == "dataset":
+        return legacy[1], False
+    if dataset is None and len(legacy) == 1 and legacy[0].endswith("-trace") and legacy[0][:-6] in TRACES:
+        return legacy[0][:-6], True
+    if dataset is None and not legacy:
+        raise typer.BadParameter("give the data as --dataset NAME", param_hint="--dataset")
+    raise typer.BadParameter(f"unexpected {' '.join(legacy)!r}; give the data as --dataset NAME",
+                             param_hint="--dataset")
 
 
 def _analyze(trace: str, out: Path | None, force_sample: bool, module: list[str] | None,

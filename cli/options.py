@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ddlx.datasets.plugins import TRACES
+from ddlx.progress import TerminalProgress
 
 if TYPE_CHECKING:
     from ddlx.analysis.options import AnalysisOptions
@@ -25,12 +28,18 @@ Modules = Annotated[Optional[list[str]], typer.Option(
     "--module", "-m", help="Run only these modules (repeat, or separate with commas): "
     "overview, utilization, failures, queueing, sharing, durations, users, time_patterns.",
     show_default=False)]
-Trace = Annotated[Optional[str], typer.Option(
-    "--trace", help=f"A registered trace: {TRACE_NAMES} (its SYNTHETIC sample when "
-                    "it is not ingested).", show_default=False)]
-Dataset = Annotated[Optional[str], typer.Option(
-    "--dataset", help="A dataset of the catalog, such as one made by `ddlx datasets import`.",
-    show_default=False)]
+#: What `--dataset NAME` names, in every command that reads data (docs/cli.md).
+DATASET_HELP = (f"The data: a dataset of the catalog (an ingested trace or an import), or a registered "
+                f"trace ({TRACE_NAMES}), whose SYNTHETIC sample is used when it is not ingested.")
+#: `--trace NAME`: the earlier spelling of `--dataset` for a registered trace (hidden).
+Trace = Annotated[Optional[str], typer.Option("--trace", hidden=True, show_default=False)]
+Dataset = Annotated[Optional[str], typer.Option("--dataset", metavar="NAME", help=DATASET_HELP, show_default=False)]
+#: A bare NAME argument: the earlier spelling of `--dataset NAME` (hidden).
+DatasetArgument = Annotated[Optional[str], typer.Argument(hidden=True, show_default=False)]
+#: `--format text|json`: how a listing is printed (the one way to ask for JSON).
+ListingFormat = Annotated[str, typer.Option("--format", help="text or json.")]
+#: `--json`: the earlier spelling of `--format json` (hidden).
+AsJson = Annotated[bool, typer.Option("--json", hidden=True)]
 UseSample = Annotated[bool, typer.Option(
     "--synthetic", help="Use the trace's SYNTHETIC sample even when real data is ingested.")]
 Resolution = Annotated[Optional[int], typer.Option(
@@ -47,7 +56,7 @@ Engine = Annotated[Optional[str], typer.Option(
                      "counts): duckdb (embedded, default) or spark (PySpark; samples are read where they are).",
     show_default=False)]
 SparkMaster = Annotated[Optional[str], typer.Option(
-    "--spark-master", help="Spark master URL with --engine spark (default local[*]): local[2], "
+    "--spark-master", metavar="URL", help="Spark master URL with --engine spark (default local[*]): local[2], "
                            "spark://host:7077, yarn, ...", show_default=False)]
 SamplesLocation = Annotated[Optional[str], typer.Option(
     "--samples-location", help="Parquet GPU samples (the gpu_samples columns) to reduce instead of the dataset's own "
@@ -58,13 +67,25 @@ Partitions = Annotated[Optional[int], typer.Option(
                          "own split).",
     min=1, show_default=False)]
 SparkConf = Annotated[Optional[list[str]], typer.Option(
-    "--spark-conf", help="A Spark setting KEY=VALUE (repeatable), e.g. spark.hadoop.fs.s3a.endpoint=...",
+    "--spark-conf", metavar="KEY=VALUE",
+    help="A Spark setting KEY=VALUE (repeatable), e.g. spark.hadoop.fs.s3a.endpoint=...",
     show_default=False)]
 
 
 def say(message: str) -> None:
     """A progress or note line, on stderr (stdout stays the command's result)."""
     typer.echo(message, err=True)
+
+
+@contextmanager
+def progress() -> Iterator[TerminalProgress]:
+    """The progress callback of a long command: notes on stderr, and on a terminal a status line with
+    the rate and the time left, ended before the command prints its result."""
+    shown = TerminalProgress()
+    try:
+        yield shown
+    finally:
+        shown.close()
 
 
 def data_home(path: Path | None) -> Path:
@@ -74,12 +95,13 @@ def data_home(path: Path | None) -> Path:
     return resolve_data_home(path)
 
 
-def catalog(path: Path | None) -> Catalog:
-    """The `ddlx.open()` catalog of the data folder (`data_home`), its progress lines on stderr: every
-    command that computes on a dataset calls its methods, so the command and the Python API agree."""
+def catalog(path: Path | None, shown: TerminalProgress | None = None) -> Catalog:
+    """The `ddlx.open()` catalog of the data folder (`data_home`), its progress lines on stderr (to `shown`,
+    a long command's `progress()`, when given): every command that computes on a dataset calls its
+    methods, so the command and the Python API agree."""
     from ddlx.api import Catalog
 
-    return Catalog(data_home(path), progress=say)
+    return Catalog(data_home(path), progress=shown if shown is not None else say)
 
 
 def module_names(module: list[str] | None) -> list[str]:
@@ -108,13 +130,32 @@ def analysis_options(resolution: int | None, window: str | None = None, engine: 
         "samples_location": samples_location, "partitions": partitions, "spark_conf": conf or None})
 
 
+def dataset_name(dataset: str | None, argument: str | None) -> str:
+    """The dataset named by `--dataset NAME` or by the bare NAME argument (exactly one of them)."""
+    if (dataset is None) == (argument is None):
+        raise typer.BadParameter("give the dataset as --dataset NAME", param_hint="--dataset")
+    name = dataset if dataset is not None else argument
+    assert name is not None
+    return name
+
+
+def wants_json(output_format: str, as_json: bool) -> bool:
+    """Whether a listing is printed as JSON: `--format json` (or the hidden `--json`); `--format` is
+    text or json."""
+    if output_format not in ("text", "json"):
+        raise typer.BadParameter(f"expected text or json, not {output_format!r}", param_hint="--format")
+    return as_json or output_format == "json"
+
+
 def jobs_name(trace: str | None, dataset: str | None) -> str:
-    """The catalog name of the jobs named by exactly one of `--trace` and `--dataset`.
+    """The catalog name of the jobs named by exactly one of `--dataset` and its hidden alias `--trace`.
 
     The catalog's methods read a registered trace that is not ingested (or any, with `--synthetic`)
     from its SYNTHETIC sample, as `ddlx analyze <trace>-trace` does; a dataset must be in the catalog.
     """
-    if (trace is None) == (dataset is None):
+    if trace is None and dataset is None:
+        raise typer.BadParameter("give the data as --dataset NAME", param_hint="--dataset")
+    if trace is not None and dataset is not None:
         raise typer.BadParameter("give exactly one of --trace and --dataset", param_hint="--trace/--dataset")
     if trace is not None and trace not in TRACES:
         raise typer.BadParameter(f"'{trace}' is not a registered trace ({', '.join(TRACES)}); "

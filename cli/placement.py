@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ddlx.cli.options import DataHome, UseSample
+from ddlx.cli.options import DataHome, UseSample, progress
 from ddlx.cli.options import catalog as _catalog
 
 if TYPE_CHECKING:
@@ -77,12 +77,14 @@ def placement_command(
     synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
-    """Fill a cluster with tasks drawn from a trace's task list, without departures, under each placement
-    policy (the fill-up experiment of the FGD paper, ATC'23); print the unallocated GPU share per policy."""
-    from ddlx.analysis.placement_inputs import default_dataset
+    """Fill a cluster with a trace's tasks under placement policies.
+
+    Tasks drawn from the task list, without departures (the fill-up experiment of the FGD paper,
+    ATC'23); prints the unallocated GPU share per policy."""
     from ddlx.placement import POLICIES
     from ddlx.placement.experiment import check_experiment_folder, write_experiment
     from ddlx.placement.fillup import check_placement_settings
+    from ddlx.placement.inputs import default_dataset
 
     chosen = [p.strip() for p in (policies or "").split(",") if p.strip()] or list(POLICIES)
     unknown = [p for p in chosen if p not in POLICIES]
@@ -93,8 +95,9 @@ def placement_command(
     dataset = dataset or default_dataset()
     folder = out if out is not None else Path("ddlx-results") / f"placement-{dataset}-{task_list}"
     check_experiment_folder(folder)
-    experiment = _catalog(data_home).placement(dataset, task_list, chosen, seeds, nodes, workers, synthetic,
-                                               fill_to=fill, tie_break=ties, reading=read)
+    with progress() as shown:
+        experiment = _catalog(data_home, shown).placement(dataset, task_list, chosen, seeds, nodes, workers,
+                                                          synthetic, fill_to=fill, tie_break=ties, reading=read)
     typer.echo(render(experiment))
     write_experiment(experiment, folder)
     typer.echo(f"results: {folder} (steps, curves and summary as Parquet; experiment.json)")

@@ -19,8 +19,7 @@ from ddlx.cli.options import say as _say
 if TYPE_CHECKING:
     from ddlx.predict.artifacts import Predictor
 
-predict_app = typer.Typer(help="Job-duration predictors: train, apply, export for simulators.",
-                          no_args_is_help=True)
+predict_app = typer.Typer(help="Train, apply and export job-duration predictors.", no_args_is_help=True)
 
 def note_if_trained_elsewhere(predictor: "Predictor", name: str) -> None:
     """A note on stderr when `predictor` was trained on another trace or dataset than `name`."""
@@ -44,7 +43,10 @@ def predict_train(
     synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
-    """Train duration models (mean, p50, p90) and baselines on a time-ordered split; write a model folder."""
+    """Train duration models on a time-ordered split.
+
+    Models of the mean, p50 and p90 run time and their baselines, written as a model folder with its
+    card."""
     from ddlx.predict.artifacts import check_out_folder
     from ddlx.predict.training import default_model_dir
     from ddlx.reports.text import format_table
@@ -78,7 +80,9 @@ def predict_apply(
     synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
-    """Predict every job of a trace: job_id, pred_s, p50_s, p90_s, model_id, the job columns exporters need."""
+    """Predict the run time of every job of a dataset.
+
+    A table of job_id, pred_s, p50_s, p90_s, model_id and the job columns exporters need."""
     from ddlx.outputs import check_output_file
     from ddlx.predict.artifacts import PREDICTIONS_SYNTHETIC_BANNER, is_synthetic, load_predictor, write_table
 
@@ -109,7 +113,9 @@ def predict_export(
         "--cluster", help="Export only the jobs of this cluster (needed where job ids repeat across clusters).",
         show_default=False)] = None,
 ) -> None:
-    """Write the predictions as a job_id,estimate list (simulator formats: `ddlx datasets export`)."""
+    """Write predictions as a job_id,estimate list.
+
+    Simulator formats that carry an estimate: `ddlx datasets export --predictions`."""
     from ddlx.predict.artifacts import PREDICTIONS_SYNTHETIC_BANNER
     from ddlx.predict.export import EXPORT_FORMATS, MOVED, export_predictions
 

@@ -30,10 +30,10 @@ def reproduce_command(
     synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
-    """Compute each figure of a paper from the catalog, under the paper's definition, beside its
-    reference value: figure, kind (release count or published figure), published, ddlx, difference,
-    verdict; the verdicts are totalled per kind."""
-    from ddlx.analysis.reproduce import profiles
+    """Compute a paper's figures from the catalog beside its values.
+
+    Each figure under the paper's definition: figure, kind (release count or published figure),
+    published, ddlx, difference, verdict; the verdicts are totalled per kind."""
     from ddlx.outputs import check_output_file, write_output_text
     from ddlx.reports.reproduction import format_reproduction, reproduction_csv, reproduction_json
 

@@ -163,7 +163,10 @@ def simulate_command(
     synthetic: UseSample = False,
     data_home: DataHome = None,
 ) -> None:
-    """Replay a trace's jobs on a simulated GPU cluster under scheduling policies; JCT, queueing, utilisation."""
+    """Replay a dataset's jobs on a simulated GPU cluster.
+
+    Under one or several scheduling policies; prints the job completion time, queueing and utilisation
+    of each."""
     from ddlx.errors import storage_errors
     from ddlx.outputs import check_output_file
     from ddlx.predict import load_predictor

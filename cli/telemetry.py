@@ -10,6 +10,8 @@ import typer
 
 from ddlx.cli.options import (
     DataHome,
+    Dataset,
+    DatasetArgument,
     Engine,
     Partitions,
     Resolution,
@@ -18,14 +20,18 @@ from ddlx.cli.options import (
     SparkMaster,
     Window,
     analysis_options,
+    dataset_name,
     module_names,
+    progress,
 )
 from ddlx.cli.options import data_home as _home
 from ddlx.cli.options import say as _say
 
 
 def import_metrics_command(
-    name: Annotated[str, typer.Argument(help="The dataset the GPU samples belong to (e.g. the Slurm import).")],
+    dataset: Annotated[Optional[str], typer.Option(
+        "--dataset", help="The dataset the GPU samples belong to (e.g. the Slurm import).",
+        show_default=False)] = None,
     prometheus: Annotated[Optional[str], typer.Option(
         "--prometheus", help="Read from this Prometheus server (http://host:9090) with range queries.",
         show_default=False)] = None,
@@ -54,19 +60,26 @@ def import_metrics_command(
         show_default=False)] = None,
     job_label: Annotated[str, typer.Option(
         "--job-label", help="The sample label holding the HPC job id (dcgm-exporter's HPC job mapping).")] = "hpc_job",
+    name: DatasetArgument = None,
     data_home: DataHome = None,
 ) -> None:
-    """Import GPU telemetry (DCGM exporter samples) beside a dataset, resumably, in bounded chunks."""
+    """Import GPU telemetry (DCGM samples) beside a dataset.
+
+    From a Prometheus server or a dump file, in bounded chunks; an import cut short resumes where it
+    stopped."""
     from ddlx.datasets.telemetry.importer import QUALITY, import_metrics
+
+    name = dataset_name(dataset, name)
 
     if (prometheus is None) == (source is None):
         raise typer.BadParameter("give exactly one of --prometheus URL or --from FILE",
                                  param_hint="--prometheus/--from")
     names = [n.strip() for n in (fields or "").split(",") if n.strip()] or None
     origin: str | Path = prometheus if prometheus is not None else source  # type: ignore[assignment]
-    result = import_metrics(_home(data_home), name, origin,
-                            start=start, end=end, step=step, chunk=chunk, timeout=timeout, deadline=deadline,
-                            fields=names, job_label=job_label, progress=_say)
+    with progress() as shown:
+        result = import_metrics(_home(data_home), name, origin,
+                                start=start, end=end, step=step, chunk=chunk, timeout=timeout, deadline=deadline,
+                                fields=names, job_label=job_label, progress=shown)
     typer.echo(f"{result.dataset}: {result.samples:,} samples in {result.chunks_written:,} chunks written, "
                f"{result.chunks_skipped:,} chunks already stored (skipped)")
     typer.echo(f"source: {result.source}")
@@ -86,7 +99,7 @@ def import_metrics_command(
 
 
 def reduce_command(
-    name: Annotated[str, typer.Argument(help="A dataset of the catalog.")],
+    dataset: Dataset = None,
     module: Annotated[Optional[list[str]], typer.Option(
         "--module", "-m", help="Reduce only these modules (repeat, or separate with commas): gpu_efficiency, "
                                "utilization, durations (default: all three).", show_default=False)] = None,
@@ -97,15 +110,19 @@ def reduce_command(
     samples_location: SamplesLocation = None,
     partitions: Partitions = None,
     spark_conf: SparkConf = None,
+    name: DatasetArgument = None,
     data_home: DataHome = None,
 ) -> None:
-    """Run the reductions that grow with the data (on DuckDB, or Spark with --engine spark) and keep
-    their tables in the catalog as <name>_..., with their provenance in <name>_reductions."""
+    """Compute and keep the reductions that grow with the data.
+
+    They run on DuckDB, or Spark with --engine spark; their tables are kept in the catalog as
+    <dataset>_..., with their provenance in <dataset>_reductions."""
     import polars as pl
 
     from ddlx.analysis.stored import reduce_into_catalog
     from ddlx.reports.text import format_table
 
+    name = dataset_name(dataset, name)
     options = analysis_options(resolution, window, engine, spark_master, samples_location, partitions, spark_conf)
     chosen = module_names(module) if module else None
     stored = reduce_into_catalog(_home(data_home), name, chosen, options, progress=_say)

@@ -51,6 +51,7 @@ from ddlx.errors import (
     storage_error,
     storage_errors,
 )
+from ddlx.progress import step
 
 #: Bump when the stored tables or the manifest change shape, or stored values change (3: a tie
 #: rule for a canonical column of one trace; 4: a trace's derived roll-up of its instances per
@@ -414,8 +415,9 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
     inputs: _Inputs | None = None
     try:
         inputs = _Inputs(parts, staging / "tmp", pool)
-        for table in parts:
-            say(f"{adapter.name}: reading " + ", ".join(sorted({p.path.name for p in parts[table]})))
+        for done, table in enumerate(parts):
+            step(say, adapter.name, done, len(parts), "tables",
+                 detail="reading " + ", ".join(sorted({p.path.name for p in parts[table]})))
             began = time.monotonic()
             try:
                 result = adapter.load_table(con, table, inputs.ready(table),
@@ -441,7 +443,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         rows = {t: rows[t] for t in adapter.tables if t in rows}
         present = list(rows)
         for name, select in adapter.derived_tables(staging, set(present)).items():
-            say(f"{adapter.name}: building {name}")
+            step(say, adapter.name, len(parts), len(parts), "tables", detail=f"building {name}")
             began = time.monotonic()
             out = staging / f"{name}.parquet"
             try:
@@ -456,7 +458,7 @@ def _ingest_into(adapter: TraceAdapter, parts: dict[str, list[SourcePart]], home
         began = time.monotonic()
         views = _create_views(con, adapter, staging, present, rows)
         steps["views"] = round(time.monotonic() - began, 3)
-        say(f"{adapter.name}: validating")
+        step(say, adapter.name, len(parts), len(parts), "tables", detail="validating")
         began = time.monotonic()
         checks, figures = _run_checks(con, adapter, present, rows)
         steps["validation"] = round(time.monotonic() - began, 3)

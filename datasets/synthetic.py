@@ -18,6 +18,7 @@ from ddlx.datasets.home import samples_home
 from ddlx.datasets.ingest import SYNTHETIC_MARKER, ingest
 from ddlx.datasets.plugins import get_generator, sample_scale
 from ddlx.errors import CatalogError
+from ddlx.progress import step
 
 #: What `ddlx datasets synth --out` and `synth-cluster --out` write, as the rule of output folders names it.
 RELEASE_FOLDER = "synthetic release folder"
@@ -51,7 +52,15 @@ def _generate_release(trace: str, folder: Path, scale: float, seed: int,
     """Write the release files of `trace` and the marker into `folder`; their paths relative to it."""
     generate = get_generator(trace)
     folder.mkdir(parents=True, exist_ok=True)
-    written = generate(folder, scale=scale, seed=seed, progress=progress)
+    task, parts = f"synth {trace}", 0
+
+    def part_done(message: str) -> None:  # a generator's line per finished table or cluster: one step
+        nonlocal parts
+        parts += 1
+        step(progress, task, parts, None, "parts", detail=message)
+
+    step(progress, task, 0)
+    written = generate(folder, scale=scale, seed=seed, progress=part_done if progress is not None else None)
     paths = list(written.values()) if isinstance(written, dict) else list(written)
     marker = {
         "synthetic": True,

@@ -28,6 +28,7 @@ from ddlx.placement.fillup import (
 )
 from ddlx.placement.inputs import PlacementInputs
 from ddlx.placement.policies import POLICIES
+from ddlx.progress import Progress
 
 #: Arrived-workload levels of the summary table (shares of GPU capacity); a run shows those up to its fill.
 LEVELS: tuple[float, ...] = (0.9, 0.95, 1.0, 1.1, 1.2, 1.3)
@@ -97,17 +98,18 @@ def curve_levels(fill_to: float = DEFAULT_FILL_TO) -> tuple[float, ...]:
 
 def run_placement(inputs: PlacementInputs, policies: list[str] | None = None, seeds: int = 10,
                   workers: int | None = None, *, fill_to: float = DEFAULT_FILL_TO,
-                  tie_break: str = DEFAULT_TIE_BREAK, reading: str = DEFAULT_READING) -> PlacementExperiment:
+                  tie_break: str = DEFAULT_TIE_BREAK, reading: str = DEFAULT_READING,
+                  progress: Progress | None = None) -> PlacementExperiment:
     """Fill the cluster of `inputs` with its tasks to `fill_to` x its GPU capacity under each of
     `policies` (default: all) for seeds 0..`seeds`-1, score ties broken by `tie_break`, the curves
     and the table read by `reading` (`ddlx.placement.fillup`: `TIE_BREAKS`, `READINGS`;
-    `PlacementOptionError` for a setting that is not one of them)."""
+    `PlacementOptionError` for a setting that is not one of them); `progress` gets a step per run."""
     fill_to, tie_break, reading = check_placement_settings(fill_to, tie_break, reading)
     chosen = list(policies or POLICIES)
     seed_list = list(range(seeds))
     steps = run_experiment(inputs.nodes, inputs.tasks, chosen, seed_list,
                            workers=workers if workers is not None else default_workers(),
-                           fill_to=fill_to, tie_break=tie_break)
+                           fill_to=fill_to, tie_break=tie_break, progress=progress)
     curves = curves_of(steps, curve_levels(fill_to), reading)
     experiment = PlacementExperiment(dict(inputs.source), chosen, seed_list, steps, curves,
                                      summary_at(steps, levels_up_to(fill_to), reading=reading),

@@ -44,6 +44,7 @@ from ddlx.errors import UsageError
 from ddlx.placement.cluster import MILLI, Cluster, Task, tasks_from_frame
 from ddlx.placement.fragmentation import FragmentationTracker, TargetWorkload, target_workload
 from ddlx.placement.policies import PlacementPolicy, make_policy
+from ddlx.progress import Progress, step
 
 #: Columns of a fill-up table (one row per arrival). Shares are of the cluster's GPU capacity.
 FILL_UP_COLUMNS = {
@@ -233,11 +234,22 @@ def _run_one(args: tuple) -> pl.DataFrame:
                               pl.lit(seconds).alias("run_seconds"))
 
 
+def _counted(tables: Iterable[pl.DataFrame], total: int, progress: Progress | None) -> list[pl.DataFrame]:
+    """The runs' tables, a step reported as each is done."""
+    done: list[pl.DataFrame] = []
+    step(progress, "placement", 0, total, "runs")
+    for table in tables:
+        done.append(table)
+        step(progress, "placement", len(done), total, "runs")
+    return done
+
+
 def run_experiment(nodes: pl.DataFrame | Cluster, pods: pl.DataFrame, policies: Iterable[str],
                    seeds: Iterable[int], *, workers: int = 1, fill_to: float = DEFAULT_FILL_TO,
-                   tie_break: str = DEFAULT_TIE_BREAK) -> pl.DataFrame:
+                   tie_break: str = DEFAULT_TIE_BREAK, progress: Progress | None = None) -> pl.DataFrame:
     """Fill-ups for every policy x seed: the long table of `fill_up` rows plus policy, seed and
-    run_seconds (wall seconds of that run). `workers` > 1 runs them in that many processes."""
+    run_seconds (wall seconds of that run). `workers` > 1 runs them in that many processes; `progress`
+    gets a step per finished run (`ddlx.progress.step`)."""
     fill_to, tie_break, _ = check_placement_settings(fill_to, tie_break)
     cluster = nodes if isinstance(nodes, Cluster) else Cluster.from_frames(nodes)
     target = target_workload(pods)
@@ -245,9 +257,9 @@ def run_experiment(nodes: pl.DataFrame | Cluster, pods: pl.DataFrame, policies: 
     if workers > 1:
         # spawn, not fork: forking after polars has started its thread pool can deadlock
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            tables = list(pool.map(_run_one, jobs))
+            tables = _counted(pool.map(_run_one, jobs), len(jobs), progress)
     else:
-        tables = [_run_one(j) for j in jobs]
+        tables = _counted(map(_run_one, jobs), len(jobs), progress)
     return pl.concat(tables).select("policy", "seed", *FILL_UP_COLUMNS, "run_seconds")
 
 

@@ -50,6 +50,7 @@ from typing import Any
 from ddlx.errors import DdlxError, InputError, UsageError, first_line, storage_errors
 from ddlx.jsontext import load_json
 from ddlx.outputs import check_output_folder, write_output_folder
+from ddlx.progress import Progress, step
 from ddlx.reports.charts import BASE_LAYOUT, figure, synthetic_traces, text
 from ddlx.reports.model import REPORT_FORMAT, Chart, Series
 
@@ -368,7 +369,7 @@ class _SessionFailed(Exception):
 
 
 async def _session(kaleido: Any, browser: str, jobs: list[tuple[str, Any]], fmt: str,
-                   images: dict[str, bytes]) -> None:
+                   images: dict[str, bytes], progress: Progress | None = None) -> None:
     """Start one browser and draw each (chart id, figure) of `jobs` not yet in `images` into it."""
     renderer = kaleido.Kaleido(n=1, timeout=None, mathjax=False, path=browser)
     drawing: str | None = None
@@ -380,6 +381,7 @@ async def _session(kaleido: Any, browser: str, jobs: list[tuple[str, Any]], fmt:
             drawing = chart_id
             opts = {"format": fmt, "width": fig.layout.width, "height": fig.layout.height, "scale": 1}
             images[chart_id] = await asyncio.wait_for(renderer.calc_fig(fig, opts=opts), FIGURE_TIMEOUT_S)
+            step(progress, "figures", len(images), len(jobs), "figures")
     except asyncio.CancelledError as exc:
         task = asyncio.current_task()
         if task is not None and task.cancelling():  # stopped from outside (Ctrl-C): no second try
@@ -417,9 +419,10 @@ def _run(coroutine: Any) -> Any:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-def draw_figures(charts: list[Chart], fmt: str) -> dict[str, bytes]:
+def draw_figures(charts: list[Chart], fmt: str, progress: Progress | None = None) -> dict[str, bytes]:
     """Each chart's figure file content in `fmt`, by chart id, drawn in one browser session (started
-    again once if it fails; see the module's docstring). `FiguresError` when it cannot be drawn."""
+    again once if it fails; see the module's docstring). `FiguresError` when it cannot be drawn;
+    `progress` gets a step per figure drawn (`ddlx.progress.step`)."""
     if not charts:
         return {}
     kaleido = _kaleido()
@@ -432,7 +435,7 @@ def draw_figures(charts: list[Chart], fmt: str) -> dict[str, bytes]:
     with _quiet_renderer():
         while len(failures) <= RESTARTS:
             try:
-                _run(_session(kaleido, browser, jobs, fmt, images))
+                _run(_session(kaleido, browser, jobs, fmt, images, progress))
                 return images
             except _SessionFailed as failed:
                 failures.append(failed)
@@ -445,7 +448,8 @@ def draw_figures(charts: list[Chart], fmt: str) -> dict[str, bytes]:
 
 # --- writing the figures folder -----------------------------------------------------------------
 
-def write_figures(results: Path, fmt: str = "svg", out: Path | None = None) -> list[Path]:
+def write_figures(results: Path, fmt: str = "svg", out: Path | None = None,
+                  progress: Progress | None = None) -> list[Path]:
     """Write each chart of the report in `results` as `<chart id>.<fmt>` into the figures folder
     `out` (default: `results/figures`), with `figures.json` listing them; returns the figure files.
 
@@ -459,7 +463,7 @@ def write_figures(results: Path, fmt: str = "svg", out: Path | None = None) -> l
     path, charts = read_report(results)
     folder = Path(out) if out is not None else results / "figures"
     check_output_folder(folder, (MANIFEST_FILE,), FIGURES_FOLDER, WRITING_FIGURES)
-    images = draw_figures(charts, fmt)
+    images = draw_figures(charts, fmt, progress)
     names = [f"{chart.id}.{fmt}" for chart in charts]
 
     def build(tmp: Path) -> None:

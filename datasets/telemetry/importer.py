@@ -67,6 +67,7 @@ from ddlx.datasets.telemetry.prometheus import (
     windows,
 )
 from ddlx.errors import InputError, UsageError
+from ddlx.progress import step
 
 #: Data-quality findings: key -> definition (what was counted and what was done with it).
 QUALITY: dict[str, str] = {
@@ -308,8 +309,9 @@ def _record_quality(result: MetricsImportResult, run: dict) -> None:
 
 
 def _write(home: Path, dataset: str, chunk: store.Chunk, frame: pl.DataFrame, counts: Counter[str],
-           result: MetricsImportResult, progress: Callable[[str], None] | None) -> None:
-    """Dedupe and write one chunk's samples; add its findings to the result."""
+           result: MetricsImportResult, progress: Callable[[str], None] | None, total: int | None = None) -> None:
+    """Dedupe and write one chunk's samples (one of `total` this import writes); add its findings to the
+    result."""
     kept, duplicates = _dedupe(frame)
     counts = Counter(counts)
     counts["duplicates"] += duplicates
@@ -320,8 +322,8 @@ def _write(home: Path, dataset: str, chunk: store.Chunk, frame: pl.DataFrame, co
     result.days = sorted(set(result.days) | set(days))
     for key, n in counts.items():
         result.quality[key] = result.quality.get(key, 0) + n
-    if progress:
-        progress(f"{chunk.field} {chunk.start} .. {chunk.end}: {done.rows:,} samples")
+    step(progress, f"{dataset}: writing", result.chunks_written, total, "chunks",
+         detail=f"{chunk.field} {chunk.start} .. {chunk.end}: {done.rows:,} samples")
 
 
 def _from_prometheus(home: Path, dataset: str, client: PrometheusClient, wanted: dict[str, str], start_s: int,
@@ -356,7 +358,7 @@ def _from_prometheus(home: Path, dataset: str, client: PrometheusClient, wanted:
             result.warnings.extend(f"{chunk.field} {chunk.start}: {w}" for w in answer.warnings)
         frame = screen.apply(frame)
         counts.update(screen.counts.pop((chunk.field, a), Counter()))
-        _write(home, dataset, chunk, frame, counts, result, progress)
+        _write(home, dataset, chunk, frame, counts, result, progress, len(todo))
 
 
 def _read_file(path: Path, wanted: dict[str, str], job_label: str, unknown: Counter[str]) -> Iterator[pl.DataFrame]:
@@ -409,6 +411,7 @@ def _from_file(home: Path, dataset: str, path: Path, wanted: dict[str, str], sta
             batch = batch.with_columns(pl.int_range(seq, seq + batch.height, dtype=pl.Int64).alias("_seq"),
                                        (pl.col("time").dt.epoch("s") // chunk_s * chunk_s).alias("_key"))
             seq += batch.height
+            step(progress, f"{dataset}: reading {path.name}", seq, None, "samples")
             if start_s is not None or end_s is not None:
                 epoch = pl.col("time").dt.epoch("us")
                 inside = pl.lit(True)
@@ -445,7 +448,8 @@ def _from_file(home: Path, dataset: str, path: Path, wanted: dict[str, str], sta
             fld, key = plan[chunk.key]
             folder = spool_root / fld / str(key)
             frame = pl.read_parquet(folder / "*.parquet") if folder.is_dir() else pl.DataFrame(schema=empty)
-            _write(home, dataset, chunk, frame, screen.counts.get((fld, key), Counter()), result, progress)
+            _write(home, dataset, chunk, frame, screen.counts.get((fld, key), Counter()), result, progress,
+                   len(todo))
     finally:
         shutil.rmtree(spool_root, ignore_errors=True)
 
