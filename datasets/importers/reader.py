@@ -4,10 +4,12 @@ archives) into typed Parquet and canonical jobs, run through the ordinary ingest
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -481,6 +483,25 @@ def _csv_format(spec: ImportSpec, local: LocalPart) -> CsvFormat:
                      delimiter=spec.delimiter, expected_header=tuple(header))
 
 
+#: A value that reads as a date or a time of day: 2023-01-05, 2023/01/05, 05/01/2023, 10:00.
+_DATE_LIKE = re.compile(r"'(\d{4}[-/]\d{1,2}[-/]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|\d{1,2}:\d{2})")
+
+
+@contextlib.contextmanager
+def _time_unit_hint(spec: ImportSpec) -> Iterator[None]:
+    """Name the likely fix of a time column (submit, start, end) whose date-time strings were read as
+    numbers: `--time-unit datetime`."""
+    try:
+        yield
+    except InputError as exc:
+        times = {spec.mapping.get(key) or spec.optional.get(key) for key in ("submit", "start", "end")}
+        if (spec.time_unit == "datetime" or exc.field not in times - {None} or "expected a number" not in exc.problem
+                or not _DATE_LIKE.search(exc.problem)):
+            raise
+        exc.args = (f"{exc.args[0]}; the values are date-times: use --time-unit datetime",)
+        raise
+
+
 #: Parquet column types a mapped number column may have (text is checked value by value).
 _NUMBER_SOURCE_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
                         "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "VARCHAR")
@@ -703,27 +724,28 @@ class ImportAdapter(TraceAdapter):
         part_paths: list[Path] = []
         read: list[LocalPart] = []  # the parts as read (a converted part: its table)
         try:
-            for index, local in enumerate(parts):
-                single = len(parts) == 1
-                part_path = out_path if single else out_path.with_name(f"{out_path.stem}.part{index}.parquet")
-                part_paths.append(part_path)
-                if convert is not None:
-                    converted = out_path.with_name(f"{out_path.stem}.part{index}{CONVERTED_SUFFIX}")
-                    part_paths.append(converted)
-                    convert(local.local_path, local.part.display, converted)
-                    local = LocalPart(local.part, converted)
-                    result = _load_parquet(con, spec, local, part_path)
-                elif _is_parquet(local.part.member or local.part.path.name):
-                    result = _load_parquet(con, spec, local, part_path)
-                else:
-                    csv_format = _csv_format(spec, local)
-                    result = load_csv_parts(con, [local], part_path, max_rejected_rows, lambda _part: csv_format)
-                merge_results(total, result)
-                read.append(local)
-            if len(parts) > 1:
-                sources = ", ".join(sql_string(str(p)) for p in part_paths if not p.name.endswith(CONVERTED_SUFFIX))
-                copy_to_parquet(con, f"SELECT * FROM read_parquet([{sources}], union_by_name=true)", out_path)
-            check_values(con, spec, out_path, {_label(p.part, "source_file"): p for p in read})
+            with _time_unit_hint(spec):
+                for index, local in enumerate(parts):
+                    single = len(parts) == 1
+                    part_path = out_path if single else out_path.with_name(f"{out_path.stem}.part{index}.parquet")
+                    part_paths.append(part_path)
+                    if convert is not None:
+                        converted = out_path.with_name(f"{out_path.stem}.part{index}{CONVERTED_SUFFIX}")
+                        part_paths.append(converted)
+                        convert(local.local_path, local.part.display, converted)
+                        local = LocalPart(local.part, converted)
+                        result = _load_parquet(con, spec, local, part_path)
+                    elif _is_parquet(local.part.member or local.part.path.name):
+                        result = _load_parquet(con, spec, local, part_path)
+                    else:
+                        csv_format = _csv_format(spec, local)
+                        result = load_csv_parts(con, [local], part_path, max_rejected_rows, lambda _part: csv_format)
+                    merge_results(total, result)
+                    read.append(local)
+                if len(parts) > 1:
+                    sources = ", ".join(sql_string(str(p)) for p in part_paths if not p.name.endswith(CONVERTED_SUFFIX))
+                    copy_to_parquet(con, f"SELECT * FROM read_parquet([{sources}], union_by_name=true)", out_path)
+                check_values(con, spec, out_path, {_label(p.part, "source_file"): p for p in read})
         finally:
             for part_path in part_paths:
                 if part_path != out_path:
