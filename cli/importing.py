@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ddlx.cli.options import DataHome
+from ddlx.cli.options import DataHome, progress
 
 _MAP_HELP = (
     "Column mapping KEY=COLUMN,... Required: submit, gpus, and duration or end. Optional: start, job_id, "
@@ -64,8 +64,8 @@ def datasets_import(
                           delimiter=delimiter, registered=list(read_registrations(home)), wall_clock=wall_clock)
     except ImportSpecError as exc:
         raise typer.BadParameter(exc.message, param_hint=exc.option) from None
-    result = import_with_spec(spec, source, home, max_rejected_rows=max_rejected_rows,
-                              progress=lambda message: typer.echo(message, err=True))
+    with progress() as shown:
+        result = import_with_spec(spec, source, home, max_rejected_rows=max_rejected_rows, progress=shown)
     if not result.skipped:
         for table, rows in result.tables.items():
             typer.echo(f"{table}: {rows:,} rows")
