@@ -76,9 +76,9 @@ def _no_type(ctx: typer.Context) -> None:
 
 def _usage_of(param: TyperArgument) -> Any:
     """An argument in the usage line as click writes it: NAME when required, [NAME] when not, then ...
-    when it takes several values."""
-    name = (param.metavar or param.name or "").upper()
-    text = (name if param.required else f"[{name}]") + ("..." if param.nargs != 1 else "")
+    when it takes several values; a metavar set on the argument is written as it is."""
+    name = param.metavar or (param.name or "").upper()
+    text = (name if param.required or name.startswith("[") else f"[{name}]") + ("..." if param.nargs != 1 else "")
     return lambda ctx: [text]
 
 

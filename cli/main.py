@@ -377,10 +377,14 @@ def analyze(
     spark_conf: SparkConf = None,
     no_cache: NoCache = False,
     data_home: DataHome = None,
-    legacy: Annotated[Optional[list[str]], typer.Argument(hidden=True, show_default=False)] = None,
+    legacy: Annotated[Optional[list[str]], typer.Argument(
+        metavar="TRACE-trace", show_default=False,
+        help="A registered trace, the main job: " + ", ".join(f"{name}-trace" for name in TRACES)
+             + "; the same as --dataset TRACE, results in ./ddlx-results/TRACE-trace.")] = None,
 ) -> None:
-    """Characterize a dataset and write its results.
+    """Characterize a trace or a dataset and write its results.
 
+    `ddlx analyze pai-trace` analyses a registered trace; `--dataset NAME` any dataset of the catalog.
     Prints one line per finding and writes the results folder (summary.json, report.html). A registered
     trace that is not ingested is analysed on its SYNTHETIC sample."""
     options = _options(resolution, window, engine, spark_master, samples_location, partitions, spark_conf)
@@ -398,8 +402,8 @@ def analyze(
 
 def _analyzed(dataset: str | None, legacy: list[str]) -> tuple[str, bool]:
     """The dataset `ddlx analyze` reads and whether it is read as a registered trace (its SYNTHETIC sample
-    when not ingested; results in <trace>-trace): `--dataset NAME`, or the hidden spellings
-    `analyze <trace>-trace` and `analyze dataset NAME` (always a catalog dataset)."""
+    when not ingested; results in <trace>-trace): `--dataset NAME` or `analyze <trace>-trace`, or the
+    hidden older spelling `analyze dataset NAME` (always a catalog dataset)."""
     if dataset is not None and not legacy:
         return dataset, dataset in TRACES
     if dataset is None and len(legacy) == 2 and legacy[0] == "dataset":
@@ -407,7 +411,8 @@ def _analyzed(dataset: str | None, legacy: list[str]) -> tuple[str, bool]:
     if dataset is None and len(legacy) == 1 and legacy[0].endswith("-trace") and legacy[0][:-6] in TRACES:
         return legacy[0][:-6], True
     if dataset is None and not legacy:
-        raise typer.BadParameter("give the data as --dataset NAME", param_hint="--dataset")
+        raise typer.BadParameter("give a trace (analyze pai-trace) or the data as --dataset NAME",
+                                 param_hint="--dataset")
     raise typer.BadParameter(f"unexpected {' '.join(legacy)!r}; give the data as --dataset NAME",
                              param_hint="--dataset")
 

@@ -34,6 +34,7 @@ def reproduce_command(
 
     Each figure under the paper's definition: figure, kind (release count or published figure),
     published, ddlx, difference, verdict; the verdicts are totalled per kind."""
+    from ddlx.analysis.reproduce import profiles
     from ddlx.outputs import check_output_file, write_output_text
     from ddlx.reports.reproduction import format_reproduction, reproduction_csv, reproduction_json
 

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Bottom first. A layer is a list of module prefixes; the longest matching prefix decides.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("ddlx", "ddlx.errors", "ddlx.atomic", "ddlx.jsontext", "ddlx.lazy", "ddlx.outputs", "ddlx.frames",
+              "ddlx.progress",
               "ddlx.display")),
     ("datasets", ("ddlx.datasets",)),
     ("placement", ("ddlx.placement",)),
