@@ -20,6 +20,33 @@ SHARED_TRACES = Path(os.environ.get("DDLX_SHARED_TRACES") or SHARED / "traces")
 #: Marks a test that reads the real trace files of ../shared/traces (skipped where they are absent).
 needs_shared_traces = pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is not beside the repo")
 
+#: Excerpts of real trace files committed in tests/data/real, at the paths the full files have
+#: under traces/ (described in tests/data/README.md).
+EXCERPTS = Path(__file__).resolve().parent / "data" / "real"
+#: True where the full real files of ../shared/traces are beside the repo.
+FULL_TRACES = SHARED_TRACES.is_dir()
+
+
+def real_file(relative: str) -> Path:
+    """The real file or folder `relative` (a path under traces/): the full one where
+    ../shared/traces is present, else its excerpt in tests/data/real."""
+    return (SHARED_TRACES if FULL_TRACES else EXCERPTS) / relative
+
+
+def real_itp_archive(folder: Path) -> Path:
+    """The real ITP archive: `raw-traces.tar.gz` of ../shared/traces (ten clusters) where present,
+    else a tar.gz written in `folder` holding the excerpt `cluster01.csv` as its one member."""
+    if FULL_TRACES:
+        return SHARED_TRACES / "itp-elasticflow" / "raw-traces.tar.gz"
+    data = (EXCERPTS / "itp-elasticflow" / "cluster01.csv").read_bytes()
+    archive = folder / "raw-traces.tar.gz"
+    folder.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("cluster01.csv")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return archive
+
 # Five jobs, written in the official headerless format. Times are seconds; hand-derived facts:
 #   j1 Terminated: submit 1000, instances start 1010 and 1030, job end 5000 -> queue 10, run 3990;
 #      task worker inst_num 2 x plan_gpu 50 -> 1.0 GPU, fractional; 2 x 400 % CPU -> 8 cores; 2 x 10 GB.
