@@ -22,9 +22,9 @@ from ddlx.datasets.ingest import ingest
 from ddlx.reports.results import write_results
 from ddlx.traces.pai import analyses as pai_analyses
 from ddlx.traces.pai import schema as pai_schema
-from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
+from tests.conftest import real_file, write_pai_release
 
-REAL_V2023 = SHARED_TRACES / "alibaba-gpu-v2023"
+REAL_V2023 = real_file("alibaba-gpu-v2023")
 
 
 def _sharing(home: Path, trace: str) -> ModuleResult:
@@ -395,9 +395,6 @@ def test_imported_fractional_jobs_use_the_canonical_columns(tmp_path: Path) -> N
 
 # -- the real Alibaba v2023 trace -------------------------------------------------------------------
 
-real = needs_shared_traces
-
-
 @pytest.fixture(scope="module")
 def real_v2023(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModuleResult, list[dict[str, str]]]:
     home = tmp_path_factory.mktemp("real-v2023")
@@ -407,7 +404,6 @@ def real_v2023(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModuleResult, 
     return _sharing(home, "pai-v2023"), pods
 
 
-@real
 def test_real_v2023_gpu_sharing_pods(real_v2023: tuple[ModuleResult, list[dict[str, str]]]) -> None:
     result, pods = real_v2023
     gpu_pods = [p for p in pods if int(p["num_gpu"]) > 1 or (p["num_gpu"] == "1" and int(p["gpu_milli"]) > 0)]
@@ -421,7 +417,6 @@ def test_real_v2023_gpu_sharing_pods(real_v2023: tuple[ModuleResult, list[dict[s
     assert result.finding("sharing_instance_share").value == pytest.approx(len(sharing_pods) / len(gpu_pods))
 
 
-@real
 def test_real_v2023_replay_accounts_for_every_pod(real_v2023: tuple[ModuleResult, list[dict[str, str]]]) -> None:
     result, pods = real_v2023
     outcomes = _rows(result.table("fragmentation_pods"), "outcome")

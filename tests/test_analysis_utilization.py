@@ -31,11 +31,11 @@ from ddlx.datasets.ingest import ingest
 from ddlx.errors import DdlxError
 from ddlx.reports.report import build_report
 from ddlx.traces.philly import analyses as philly_analyses
-from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
+from tests.conftest import real_file, write_pai_release
 from tests.test_philly_ingest import GPU_HEADER, write_philly_release
 
-REAL_V2023 = SHARED_TRACES / "alibaba-gpu-v2023"
-REAL_PHILLY_MACHINES = SHARED_TRACES / "philly" / "cluster_machine_list"
+REAL_V2023 = real_file("alibaba-gpu-v2023")
+REAL_PHILLY_MACHINES = real_file("philly/cluster_machine_list")
 
 
 def analyze(home: Path, trace: str, **options: object) -> ModuleResult:
@@ -619,7 +619,6 @@ def test_philly_job_utilisation_joins_attempts_to_their_gpus(philly_home: Path) 
 
 
 # -- real files ---------------------------------------------------------------------------------
-@needs_shared_traces
 def test_real_v2023_capacity_by_model(tmp_path: Path) -> None:
     expected: Counter[str] = Counter()
     with open(REAL_V2023 / "openb_node_list_all_node.csv", newline="") as handle:
@@ -637,7 +636,6 @@ def test_real_v2023_capacity_by_model(tmp_path: Path) -> None:
     assert "allocated GPUs by hour of the week" in skipped(result)
 
 
-@needs_shared_traces
 def test_real_philly_machine_list_capacity(tmp_path: Path) -> None:
     with open(REAL_PHILLY_MACHINES, newline="") as handle:
         reader = csv.reader(handle, skipinitialspace=True)

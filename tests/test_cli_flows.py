@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from ddlx.datasets.home import samples_home
-from tests.conftest import SHARED_TRACES, assert_clean_failure, needs_shared_traces
+from tests.conftest import SHARED_TRACES, assert_clean_failure, needs_shared_traces, real_file
 
 REAL_SPEC = SHARED_TRACES / "alibaba-pai-v2020" / "pai_machine_spec.tar.gz"
 
@@ -59,6 +59,24 @@ def test_download_verify_then_ingest_the_real_machine_spec(cli, mirror, tmp_path
 
     with tarfile.open(REAL_SPEC) as tar:
         rows = list(csv.reader(io.StringIO(tar.extractfile("pai_machine_spec.csv").read().decode())))
+    assert csv_out.out.splitlines() == ["machines,gpus", f"{len(rows)},{sum(int(r[4]) for r in rows)}"]
+
+
+def test_ingest_and_sql_on_the_real_machine_spec_rows(cli, tmp_path: Path) -> None:
+    """The real machine spec (the full headerless CSV, or its excerpt in a fresh clone) ingested
+    from a folder through the CLI: machines and GPUs as the csv module counts them. The download
+    and its checksum, which need the official archive, are the test above."""
+    source = real_file("alibaba-pai-v2020/pai_machine_spec.csv")
+    folder = tmp_path / "release"
+    folder.mkdir()
+    shutil.copy(source, folder / "pai_machine_spec.csv")
+    home = tmp_path / "home"
+    result = cli("datasets", "ingest", "pai", "--from", folder, "--table", "pai_machine_spec", "--data-home", home)
+    assert result.code == 0, result.err
+    with open(source, newline="") as handle:
+        rows = list(csv.reader(handle))
+    csv_out = cli("sql", "SELECT count(*) AS machines, sum(cap_gpu) AS gpus FROM pai_machine_spec",
+                  "--format", "csv", "--data-home", home)
     assert csv_out.out.splitlines() == ["machines,gpus", f"{len(rows)},{sum(int(r[4]) for r in rows)}"]
 
 

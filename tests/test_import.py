@@ -23,10 +23,9 @@ from ddlx.datasets import catalog
 from ddlx.datasets.importers import build_spec, import_dataset, parse_mapping
 from ddlx.datasets.ingest import ingest
 from ddlx.errors import UnknownDatasetError
-from tests.conftest import SHARED_TRACES, needs_shared_traces, write_pai_release
+from tests.conftest import FULL_TRACES, real_file, real_itp_archive, write_pai_release
 
-ITP_ARCHIVE = SHARED_TRACES / "itp-elasticflow" / "raw-traces.tar.gz"
-POLLUX = SHARED_TRACES / "philly" / "pollux_philly_jobs.csv"
+POLLUX = real_file("philly/pollux_philly_jobs.csv")
 
 
 def _epoch(text: str, zone: str) -> float:
@@ -40,12 +39,13 @@ def _rows(home: Path, sql: str) -> list[dict]:
 
 # -- real files ------------------------------------------------------------------------------
 
-@needs_shared_traces
-def test_itp_preset_reads_every_cluster_of_the_real_archive(cli, home: Path) -> None:
+def test_itp_preset_reads_every_cluster_of_the_real_archive(cli, home: Path, tmp_path: Path) -> None:
+    """The ten clusters of the real archive; in a fresh clone, the archive of the one excerpt cluster."""
+    archive = real_itp_archive(tmp_path / "itp")
     per_cluster: Counter[str] = Counter()
     gpu_seconds = 0.0
     first_submit: dict[str, float] = {}
-    with tarfile.open(ITP_ARCHIVE, "r:gz") as tar:
+    with tarfile.open(archive, "r:gz") as tar:
         for member in tar.getmembers():
             if not member.name.endswith(".csv"):
                 continue
@@ -56,7 +56,8 @@ def test_itp_preset_reads_every_cluster_of_the_real_archive(cli, home: Path) -> 
                 gpu_seconds += float(row["num_gpu"]) * float(row["duration"])
                 first_submit[cluster] = min(first_submit.get(cluster, float("inf")), float(row["submission_time"]))
 
-    result = cli("datasets", "import", "itp", "--from", ITP_ARCHIVE, "--preset", "itp", "--data-home", home)
+    assert len(per_cluster) == (10 if FULL_TRACES else 1)
+    result = cli("datasets", "import", "itp", "--from", archive, "--preset", "itp", "--data-home", home)
     assert result.code == 0, result.err
     total = sum(per_cluster.values())
     assert f"itp_jobs: {total:,} rows" in result.out
@@ -75,7 +76,6 @@ def test_itp_preset_reads_every_cluster_of_the_real_archive(cli, home: Path) -> 
     assert manifest["adapter_options"]["mapping"]["gpus"] == "num_gpu"
 
 
-@needs_shared_traces
 def test_philly_derived_table_through_an_explicit_mapping(cli, home: Path) -> None:
     zone = "America/Los_Angeles"
     with open(POLLUX, newline="") as handle:

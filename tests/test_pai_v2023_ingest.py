@@ -11,9 +11,9 @@ import pytest
 
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
-from tests.conftest import SHARED_TRACES, needs_shared_traces
+from tests.conftest import FULL_TRACES, needs_shared_traces, real_file
 
-REAL_DIR = SHARED_TRACES / "alibaba-gpu-v2023"
+REAL_DIR = real_file("alibaba-gpu-v2023")
 
 NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model"
 POD_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
@@ -238,9 +238,6 @@ def test_folder_without_pod_lists(cli, tmp_path: Path, home: Path) -> None:
 
 # -- the real trace ------------------------------------------------------------------------------
 
-real = needs_shared_traces
-
-
 def _read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, newline="") as handle:
         return list(csv.DictReader(handle))
@@ -253,7 +250,6 @@ def real_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-@real
 def test_real_nodes_and_gpus_by_model(real_home: Path) -> None:
     expected_nodes: Counter[tuple[str, str]] = Counter()
     expected_gpus: Counter[tuple[str, str]] = Counter()
@@ -275,7 +271,6 @@ def test_real_nodes_and_gpus_by_model(real_home: Path) -> None:
             assert figures[f"{model} GPUs"] == gpus, model
 
 
-@real
 def test_real_default_pods_by_phase_and_gpu_sharing(real_home: Path) -> None:
     rows = _read_csv(REAL_DIR / "openb_pod_list_default.csv")
     phases = Counter(r["pod_phase"] for r in rows)
@@ -297,7 +292,7 @@ def test_real_default_pods_by_phase_and_gpu_sharing(real_home: Path) -> None:
                     "failed": sum(1 for r in rows if r["pod_phase"] == "Failed" and r["scheduled_time"])}
 
 
-@real
+@needs_shared_traces
 def test_real_pods_per_workload_and_checksums(real_home: Path) -> None:
     expected = {}
     for path in sorted(REAL_DIR.glob("openb_pod_list_*.csv")):
@@ -308,3 +303,16 @@ def test_real_pods_per_workload_and_checksums(real_home: Path) -> None:
     inputs = catalog.read_registrations(real_home)["pai-v2023"].manifest["inputs"]
     files = [f for table in ("pai_v2023_nodes", "pai_v2023_pods") for f in inputs[table]["files"]]
     assert len(files) == 26 and all(f["matches_official_release"] is True for f in files)
+
+
+@pytest.mark.skipif(FULL_TRACES, reason="the full trace is present: the test above reads it")
+def test_real_excerpt_is_read_but_not_taken_for_the_release(real_home: Path) -> None:
+    """The excerpt folder (two node lists, the default pods): every file read, rows as the csv module
+    counts them, and none said to match the official release (their sha256 differ)."""
+    expected = {path.name: len(_read_csv(path)) for path in sorted(REAL_DIR.glob("openb_*.csv"))}
+    assert len(expected) == 3
+    found = catalog.query(real_home, "SELECT workload, count(*) AS n FROM pai_v2023_pods GROUP BY workload")
+    assert dict(found.iter_rows()) == {"default": expected["openb_pod_list_default.csv"]}
+    inputs = catalog.read_registrations(real_home)["pai-v2023"].manifest["inputs"]
+    files = [f for table in ("pai_v2023_nodes", "pai_v2023_pods") for f in inputs[table]["files"]]
+    assert len(files) == 3 and all(f["matches_official_release"] is False for f in files)

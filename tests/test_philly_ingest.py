@@ -19,7 +19,7 @@ import pytest
 from ddlx.datasets import catalog
 from ddlx.datasets.ingest import ingest
 from ddlx.traces.philly import reader as philly
-from tests.conftest import SHARED_TRACES
+from tests.conftest import real_file
 
 PACIFIC = ZoneInfo("America/Los_Angeles")
 GPUS = [f"gpu{i}" for i in range(8)]
@@ -308,10 +308,8 @@ def test_loose_files_in_a_trace_data_subfolder(tmp_path: Path) -> None:
 
 def test_real_machine_list_read_in_place(tmp_path: Path) -> None:
     """The official machine list: machines and GPUs per GPU-memory size, as the csv module reads them."""
-    folder = SHARED_TRACES / "philly"
-    raw = folder / "cluster_machine_list"
-    if not raw.is_file():
-        pytest.skip("real Philly machine list not available")
+    raw = real_file("philly/cluster_machine_list")
+    folder = raw.parent
     machines: Counter[float] = Counter()
     gpus: Counter[float] = Counter()
     with open(raw, newline="") as handle:

@@ -14,9 +14,9 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import pytest
 
-from tests.conftest import SHARED_TRACES, assert_clean_failure, needs_shared_traces
+from tests.conftest import FULL_TRACES, assert_clean_failure, real_file
 
-POLLUX = SHARED_TRACES / "philly" / "pollux_philly_jobs.csv"
+POLLUX = real_file("philly/pollux_philly_jobs.csv")
 
 
 @pytest.fixture
@@ -191,7 +191,6 @@ def _pacific_epoch(text: str) -> float:
     return second.timestamp() if exists else first.timestamp()
 
 
-@needs_shared_traces
 def test_real_philly_jobs_train_with_counts_from_the_csv(pcli, tmp_path: Path) -> None:
     home = tmp_path / "home"
     done = pcli("datasets", "import", "philly-jobs", "--from", POLLUX, "--map",
@@ -209,7 +208,7 @@ def test_real_philly_jobs_train_with_counts_from_the_csv(pcli, tmp_path: Path) -
     t1, t2 = times[(7 * n) // 10], times[(8 * n) // 10]
     expected = {"train": sum(t < t1 for t in times), "validation": sum(t1 <= t < t2 for t in times),
                 "test": sum(t >= t2 for t in times)}
-    assert card["target"]["jobs"] == len(rows) == 82_247
+    assert card["target"]["jobs"] == len(rows) == (82_247 if FULL_TRACES else 412)
     assert card["target"]["with_target"] == n
     assert {w: v["jobs"] for w, v in card["split"]["windows"].items()} == expected
     # Hour and weekday are read in Pacific time; there is no user or group in this table.
@@ -226,7 +225,8 @@ def test_real_philly_jobs_train_with_counts_from_the_csv(pcli, tmp_path: Path) -
             else:
                 assert value is not None and math.isfinite(value), (row["predictor"], name)
     model = {row["predictor"]: row for row in card["metrics"]["table"]}
-    assert model["model"]["spearman"] > 0.2
+    if FULL_TRACES:  # a ranking worth the name needs the full table's 80,000 jobs
+        assert model["model"]["spearman"] > 0.2
     # The predictor's test window, read back through the Python API, is the boundary computed here.
     from ddlx.predict import load_predictor
 
@@ -243,7 +243,7 @@ def test_real_philly_jobs_train_with_counts_from_the_csv(pcli, tmp_path: Path) -
     document = json.loads(out.read_text())
     window = [r for r in rows if _pacific_epoch(r["timestamp"]) >= t2]
     simulated = [r for r in window if float(r["duration"]) > 0 and 0 < float(r["num_gpus"]) <= 600]
-    assert document["workload"]["jobs_simulated"] == len(simulated) > 10_000
+    assert document["workload"]["jobs_simulated"] == len(simulated) > (10_000 if FULL_TRACES else 50)
     assert document["workload"]["excluded"]["before_window"] == len(rows) - len(window)
     assert document["estimates"]["jobs_given_to_predictor"] == len(rows)
     assert document["estimates"]["model_ids"] == [card["model_id"]]

@@ -11,10 +11,10 @@ import pytest
 
 from ddlx.analysis.reproduce import DIFFERS, MATCHES, NOT_HERE, NOT_YET, get_profile, reproduce
 from ddlx.datasets.ingest import ingest
-from tests.conftest import SHARED_TRACES, needs_shared_traces
+from tests.conftest import FULL_TRACES, real_file
 from tests.test_helios_ingest import LOG_HEADER, write_folders
 
-REAL_HELIOS = SHARED_TRACES / "helios"
+REAL_HELIOS = real_file("helios")
 
 # Three jobs per cluster (Asia/Shanghai wall clock; duration = end - start, queue = start - submit):
 #   Venus  1 COMPLETED  1 GPU  duration 100  queue 0
@@ -167,19 +167,20 @@ def _real_gpus(cluster: str) -> int:
         return int(mean(int(row["total"]) for row in csv.DictReader(handle)))
 
 
-@needs_shared_traces
-@pytest.mark.skipif(not (REAL_HELIOS / "Venus" / "cluster_gpu_number.csv").is_file()
-                    or not (REAL_HELIOS / "Earth" / "cluster_gpu_number.csv").is_file(),
-                    reason="real Helios gpu_number files not available")
 def test_real_venus_and_earth_gpus(tmp_path: Path) -> None:
-    """Only the real capacity files (Venus, Earth): their GPU counts match the summary; Saturn,
-    Uranus and the datacenter total lack their files; the job figures lack the log table."""
+    """Only the real capacity files (Venus, Earth): their GPU counts match the summary (on the
+    excerpts of a fresh clone, a count matches where its truncated mean happens to equal the
+    published one); Saturn, Uranus and the datacenter total lack their files; the job figures lack
+    the log table."""
     home = tmp_path / "home"
     ingest("helios", REAL_HELIOS, home, tables=["helios_vc_capacity"])
     got = _results(home)
     for cluster, published in (("Venus", 1022), ("Earth", 997)):
-        assert _real_gpus(cluster) == published  # Venus 1022.76 -> 1022, Earth 997.66 -> 997
-        assert (got[f"gpus_{cluster}"]["value"], got[f"gpus_{cluster}"]["verdict"]) == (published, MATCHES)
+        gpus = _real_gpus(cluster)
+        if FULL_TRACES:
+            assert gpus == published  # Venus 1022.76 -> 1022, Earth 997.66 -> 997
+        verdict = MATCHES if gpus == published else DIFFERS
+        assert (got[f"gpus_{cluster}"]["value"], got[f"gpus_{cluster}"]["verdict"]) == (gpus, verdict)
     # Saturn's and Uranus's files are absent: their counts, and the total over all four, would be
     # wrong values if computed from what is there, so they are not computable here, naming the files.
     for cluster in ("Saturn", "Uranus"):

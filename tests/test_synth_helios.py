@@ -22,7 +22,7 @@ import polars as pl
 import pytest
 
 from ddlx.traces.helios.generator import generate as generate_helios
-from tests.conftest import SHARED_TRACES, needs_shared_traces
+from tests.conftest import SHARED_TRACES, needs_shared_traces, real_file
 
 SCALE = 0.01
 SEED = 5
@@ -271,8 +271,14 @@ def test_vc_names_and_sizes_are_like_the_real_clusters(logs: dict[str, pl.DataFr
         assert set(logs[cluster]["vc"].unique()) <= vcs, cluster
         # mean daily total = the summary's gpu_num (as in the real Venus and Earth files)
         assert gpu_numbers[cluster]["total"].mean() == pytest.approx(summary[cluster]["gpu_num"], rel=0.03)
+
+
+def test_vc_columns_are_as_many_as_the_real_files_and_not_theirs(gpu_numbers: dict[str, pl.DataFrame]) -> None:
+    """Venus and Earth have the real files' number of VC columns, under other names (the real
+    headers, from the full files or their excerpts)."""
     for cluster in ("Venus", "Earth"):
-        real = pl.read_csv(HELIOS / cluster / "cluster_gpu_number.csv")
+        real = pl.read_csv(real_file(f"helios/{cluster}/cluster_gpu_number.csv"))
+        assert real.columns[0] == "date" and real.columns[-1] == "total"
         assert len(gpu_numbers[cluster].columns) == len(real.columns), cluster
         assert not set(gpu_numbers[cluster].columns[1:-1]) & set(real.columns[1:-1]), "real VC names copied"
 

@@ -25,7 +25,7 @@ import pytest
 
 from ddlx.traces.philly.generator import _build_machines, _machine_list_text
 from ddlx.traces.philly.generator import generate as generate_philly
-from tests.conftest import SHARED_TRACES, needs_shared_traces
+from tests.conftest import SHARED_TRACES, needs_shared_traces, real_file
 
 SCALE = 0.01
 SEED = 7
@@ -184,9 +184,8 @@ def test_bad_arguments_raise_value_error(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------- machine list
 
 
-@needs_shared_traces
 def test_machine_list_is_laid_out_like_the_real_one(files: dict[str, bytes]) -> None:
-    real = (PHILLY / "cluster_machine_list").read_text().splitlines()
+    real = real_file("philly/cluster_machine_list").read_text().splitlines()
     lines = files["cluster_machine_list"].decode().split("\n")
     assert lines[-1] == "" and lines[0] == real[0] == "machineId, number of GPUs, single GPU mem"
     rows = lines[1:-1]
