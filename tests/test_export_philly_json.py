@@ -25,9 +25,9 @@ from ddlx.datasets.importers import import_dataset
 from ddlx.errors import InputError
 from ddlx.formats.export import export_dataset
 from ddlx.formats.model import ExportError
-from ddlx.traces.philly.formats import convert_job_log
+from ddlx.formats.philly_json.reader import convert_job_log
 from ddlx.traces.philly.release import RELEASE
-from tests.conftest import FULL_TRACES, real_itp_archive
+from tests.conftest import needs_shared_traces, real_itp_archive
 
 PHILLY = RELEASE.name
 T0 = 1_700_000_000  # 2023-11-14 22:13:20 UTC (14:13:20 in Los Angeles, PST)
@@ -201,10 +201,10 @@ def _itp_excerpt(path: Path, rows_per_cluster: int) -> dict[str, str]:
     return cluster_of
 
 
+@needs_shared_traces
 def test_an_itp_excerpt_carries_its_ten_clusters(tmp_path: Path) -> None:
     cluster_of = _itp_excerpt(tmp_path / "itp.tar.gz", rows_per_cluster=5)
-    clusters = 10 if FULL_TRACES else 1
-    assert len(cluster_of) == 5 * clusters and len(set(cluster_of.values())) == clusters  # ids unique
+    assert len(cluster_of) == 50 and len(set(cluster_of.values())) == 10  # ids unique: jobid is the job id
     home = tmp_path / "home"
     import_dataset("itp", tmp_path / "itp.tar.gz", home, preset="itp")
     out = tmp_path / "itp.json"
@@ -212,10 +212,29 @@ def test_an_itp_excerpt_carries_its_ten_clusters(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert {job["jobid"]: job["vc"] for job in data} == cluster_of
     assert {vc for *_, vc in blox_jobs(data)} == set(cluster_of.values())
-    if FULL_TRACES:
-        assert "one of 10 (cluster01, cluster02," in dict(result.loss.filled)["vc"]
-    else:
-        assert "cluster01" in dict(result.loss.filled)["vc"]
+    assert "one of 10 (cluster01, cluster02," in dict(result.loss.filled)["vc"]
+
+
+def test_one_real_itp_cluster_is_written_without_a_cluster(tmp_path: Path) -> None:
+    """Jobs of one real ITP cluster (cluster01 of the archive, or its excerpt): one file, so one
+    cluster named after the dataset; the jobs keep their vc (ITP has none) and the cluster is
+    reported left out."""
+    cluster_of = _itp_excerpt(tmp_path / "all.tar.gz", rows_per_cluster=40)
+    ids = [job_id for job_id, cluster in cluster_of.items() if cluster == "cluster01"]
+    assert len(ids) == 40
+    with tarfile.open(tmp_path / "all.tar.gz") as archive:
+        data = archive.extractfile("cluster01.csv").read()  # type: ignore[union-attr]
+    one = tmp_path / "cluster01.csv"
+    one.write_bytes(data)
+    home = tmp_path / "home"
+    import_dataset("itp", one, home, preset="itp")
+    out = tmp_path / "itp.json"
+    result = export_dataset(home, "itp", "philly-json", out, options={"unknown_status": "Pass"})
+    data_out = json.loads(out.read_text())
+    assert sorted(job["jobid"] for job in data_out) == sorted(ids)
+    assert {job["vc"] for job in data_out} == {None}
+    assert "vc" not in dict(result.loss.filled)
+    assert dict(result.loss.without_place)["cluster"] == "left out: every job is of the one cluster itp"
 
 
 def test_times_in_another_zone_and_bad_zones(home: Path, tmp_path: Path) -> None:

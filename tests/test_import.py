@@ -40,7 +40,8 @@ def _rows(home: Path, sql: str) -> list[dict]:
 # -- real files ------------------------------------------------------------------------------
 
 def test_itp_preset_reads_every_cluster_of_the_real_archive(cli, home: Path, tmp_path: Path) -> None:
-    """The ten clusters of the real archive; in a fresh clone, the archive of the one excerpt cluster."""
+    """The ten clusters of the real archive; in a fresh clone, the archive of the one excerpt cluster
+    (read from one file, a dataset is one cluster named after the dataset)."""
     archive = real_itp_archive(tmp_path / "itp")
     per_cluster: Counter[str] = Counter()
     gpu_seconds = 0.0
@@ -65,6 +66,9 @@ def test_itp_preset_reads_every_cluster_of_the_real_archive(cli, home: Path, tmp
     found = _rows(home, """SELECT cluster, count(*) AS jobs, min(epoch(submit_time)) AS first_submit,
                                   count(queue_s) AS with_queue, count(*) FILTER (start_time <> submit_time) AS moved
                            FROM jobs WHERE trace = 'itp' GROUP BY cluster""")
+    if len(per_cluster) == 1:
+        per_cluster = Counter({"itp": total})
+        first_submit = {"itp": min(first_submit.values())}
     assert {r["cluster"]: r["jobs"] for r in found} == dict(per_cluster)
     # Seconds from the trace start, read from the default origin (the Unix epoch).
     assert {r["cluster"]: r["first_submit"] for r in found} == first_submit
