@@ -1,5 +1,5 @@
 """Write the excerpts of tests/data/real from the full real files (`../shared/traces` or
-`$DDLX_SHARED_TRACES`): `python -m ddlx.tests.data.real.make_excerpts` or run the file itself.
+`$DDLX_SHARED_TRACES`): `python tests/data/real/make_excerpts.py`.
 
 Each CSV excerpt is the header line (where the file has one) and every k-th data row counted from
 the first (data rows 0, k, 2k, ...), copied byte for byte, line endings and the file's ending
