@@ -25,7 +25,7 @@ import pytest
 from ddlx.datasets.importers import import_dataset
 from ddlx.formats.export import export_dataset
 from ddlx.formats.model import ExportError
-from ddlx.traces.pai_v2023.formats import unplaceable_pods
+from ddlx.formats.openb.writer import unplaceable_pods
 from tests.conftest import FULL_TRACES, assert_clean_failure, real_file
 
 NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model"
