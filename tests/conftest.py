@@ -3,6 +3,7 @@ and helpers to run the CLI in-process exactly as a user would."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -119,18 +120,37 @@ def write_pai_release(folder: Path, archives: bool = True,
     return folder
 
 
+@contextlib.contextmanager
+def _environment_variable(name: str, value: str) -> Iterator[None]:
+    """`name` set to `value` inside the block, restored (or unset) after it."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 @pytest.fixture(autouse=True, scope="session")
 def cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The tests' kept analysis results go to a folder of the test session (`DDLX_CACHE_DIR`, also
-    read by the commands they run), never to the user's cache folder."""
+    read by the commands they run), never to the user's cache folder. Under pytest-xdist every
+    worker runs its own session, so no two workers share this folder."""
     folder = tmp_path_factory.mktemp("cache")
-    before = os.environ.get("DDLX_CACHE_DIR")
-    os.environ["DDLX_CACHE_DIR"] = str(folder)
-    yield folder
-    if before is None:
-        os.environ.pop("DDLX_CACHE_DIR", None)
-    else:
-        os.environ["DDLX_CACHE_DIR"] = before
+    with _environment_variable("DDLX_CACHE_DIR", str(folder)):
+        yield folder
+
+
+@pytest.fixture(autouse=True, scope="session")
+def data_home_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The data home a command uses when a test names none (`DDLX_HOME`): a folder of the test
+    session (of each pytest-xdist worker), never the user's data home nor one shared by workers."""
+    folder = tmp_path_factory.mktemp("data-home") / "ddlx-home"
+    with _environment_variable("DDLX_HOME", str(folder)):
+        yield folder
 
 
 @pytest.fixture
