@@ -76,6 +76,7 @@ def test_a_run_reading_kept_results_gives_exactly_what_computing_them_gives(gene
     assert_same_results(second, computed)
 
 
+@pytest.mark.slow
 def test_a_new_store_version_never_reads_the_old_ones_results(tmp_path: Path) -> None:
     home = tmp_path / "home"
     generate_pai(tmp_path / "a", scale=SCALE, seed=1)

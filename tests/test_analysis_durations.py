@@ -191,6 +191,7 @@ def _interpolated(values: list[float], p: float) -> float:
     return values[low] + (h - low) * (values[high] - values[low])
 
 
+@pytest.mark.slow
 def test_real_pollux_philly_jobs(tmp_path: Path) -> None:
     """The real Philly-derived table: no state and no start column, so every job ended at submit +
     duration and none is censored; quantiles per GPU bucket as computed here from the raw CSV."""

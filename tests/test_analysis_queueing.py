@@ -292,6 +292,7 @@ def test_pai_fixture_task_to_first_instance(tmp_path: Path) -> None:
     assert "capacity.pai_machine_spec" in next(t for t in result.tables if t.name == "by_load_at_submit").definitions
 
 
+@pytest.mark.slow
 def test_real_table_without_start_times_is_skipped(tmp_path: Path) -> None:
     home = tmp_path / "home"
     import_dataset("philly-pollux", POLLUX, home, mapping="submit=timestamp,duration=duration,gpus=num_gpus,vc=cluster",
@@ -313,6 +314,7 @@ def _bucket(gpus: float) -> str:
     return ">8"
 
 
+@pytest.mark.slow
 def test_real_v2023_default_workload(tmp_path: Path) -> None:
     with open(V2023_DIR / "openb_pod_list_default.csv", newline="") as handle:
         pods = list(csv.DictReader(handle))

@@ -45,6 +45,7 @@ def _run(home: Path, **kwargs) -> tuple[object, dict[str, str]]:
     return run_analysis(home, "pai", progress=progress, cache=False, **kwargs), threads
 
 
+@pytest.mark.slow
 def test_two_connections_give_exactly_what_one_after_the_other_gives(generated_home: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     reproduce_on = runner.reproduce_on

@@ -404,6 +404,7 @@ def real_v2023(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModuleResult, 
     return _sharing(home, "pai-v2023"), pods
 
 
+@pytest.mark.slow
 def test_real_v2023_gpu_sharing_pods(real_v2023: tuple[ModuleResult, list[dict[str, str]]]) -> None:
     result, pods = real_v2023
     gpu_pods = [p for p in pods if int(p["num_gpu"]) > 1 or (p["num_gpu"] == "1" and int(p["gpu_milli"]) > 0)]

@@ -232,6 +232,7 @@ def test_v2023_has_no_wall_clock(tmp_path: Path) -> None:
 
 # -- the real Philly-derived table -----------------------------------------------------------
 
+@pytest.mark.slow
 def test_real_pollux_table(tmp_path: Path) -> None:
     with open(POLLUX, newline="") as handle:
         rows = list(csv.DictReader(handle))

@@ -619,6 +619,7 @@ def test_philly_job_utilisation_joins_attempts_to_their_gpus(philly_home: Path) 
 
 
 # -- real files ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_real_v2023_capacity_by_model(tmp_path: Path) -> None:
     expected: Counter[str] = Counter()
     with open(REAL_V2023 / "openb_node_list_all_node.csv", newline="") as handle:

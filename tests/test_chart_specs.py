@@ -26,6 +26,9 @@ from ddlx.reports.compare import build_compare_report
 from ddlx.reports.model import Chart, Report
 from ddlx.reports.report import build_report
 
+#: Analysing every trace's sample once for the module takes minutes.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def analyses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, AnalysisResult]:

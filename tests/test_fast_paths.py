@@ -188,6 +188,7 @@ def allocated_jobs(ctx: TraceContext) -> int:
 
 # -- the step function of allocated GPUs --------------------------------------------------------
 
+@pytest.mark.slow
 @CHECKS
 @given(trace=traces(), data=st.data())
 def test_steps_summed_in_memory_are_the_decimal_window_to_the_bit(trace: dict, data: st.DataObject) -> None:
@@ -225,6 +226,7 @@ def test_steps_summed_in_memory_are_the_decimal_window_to_the_bit(trace: dict, d
         assert bits(stored, [*groups, "x"]).equals(bits(defined, [*groups, "x"]))
 
 
+@pytest.mark.slow
 @CHECKS
 @given(trace=traces(), data=st.data())
 def test_steps_looked_up_in_memory_are_the_asof_joins(trace: dict, data: st.DataObject) -> None:
@@ -254,6 +256,7 @@ def test_steps_looked_up_in_memory_are_the_asof_joins(trace: dict, data: st.Data
 
 # -- the allocation sweep's partial results per bin --------------------------------------------
 
+@pytest.mark.slow
 @CHECKS
 @given(trace=traces(), data=st.data())
 def test_partials_reduced_in_memory_are_the_query_rows(trace: dict, data: st.DataObject) -> None:

@@ -186,6 +186,7 @@ def _same(left, right) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("option", "value", "module", "dataset"), CHANGES)
 def test_an_option_that_changes_a_number_changes_the_key_of_its_kept_results(
         homes: dict[str, Path], option: str, value: object, module: str, dataset: str, speedups_on: None,

@@ -27,6 +27,7 @@ def _commands(typer_app, prefix=()):
         yield from _commands(group.typer_instance, (*prefix, group.name))
 
 
+@pytest.mark.slow
 def test_every_command_has_help_text(cli) -> None:
     commands = list(_commands(app))
     assert ("datasets", "ingest") in commands and ("analyze", "pai-trace") in commands and ("sql",) in commands

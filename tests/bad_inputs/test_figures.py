@@ -422,6 +422,7 @@ def renderer() -> None:
         pytest.skip(missing)
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_figures_of_synthetic_data_say_synthetic_and_real_ones_do_not(renderer, synthetic_results: Path,
                                                                       real_results: Path, tmp_path: Path,
@@ -439,6 +440,7 @@ def test_figures_of_synthetic_data_say_synthetic_and_real_ones_do_not(renderer, 
             assert ("SYNTHETIC" in page) is marked, chart_id
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_the_real_renderer_is_started_again_when_its_first_drawing_fails(renderer, results_copy: Path, cli,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:

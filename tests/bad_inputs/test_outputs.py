@@ -117,6 +117,7 @@ def _renderer_missing() -> str | None:
     return _missing_renderer()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c in FOLDER_COMMANDS if c != "analyze trace"])
 def test_a_rerun_replaces_its_own_folder(cli, shared: World, space: Path, command: str) -> None:
     """The first run writes the folder with its marker; a file added to it since is gone after the
