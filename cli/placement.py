@@ -81,10 +81,10 @@ def placement_command(
 
     Tasks drawn from the task list, without departures (the fill-up experiment of the FGD paper,
     ATC'23); prints the unallocated GPU share per policy."""
+    from ddlx.analysis.placement_inputs import default_dataset
     from ddlx.placement import POLICIES
     from ddlx.placement.experiment import check_experiment_folder, write_experiment
     from ddlx.placement.fillup import check_placement_settings
-    from ddlx.placement.inputs import default_dataset
 
     chosen = [p.strip() for p in (policies or "").split(",") if p.strip()] or list(POLICIES)
     unknown = [p for p in chosen if p not in POLICIES]

@@ -318,3 +318,41 @@ def test_lazy_exports_and_parent_packages_count(tmp_path):
                                            ("ddlx.cli.main", "cli")])
 def test_layer_of(module, layer):
     assert LAYERS[layer_of(module)][0] == layer
+
+
+def _imported_names(root: Path = ROOT) -> list[tuple[str, int, str, str]]:
+    """(file, line, module, name) of every `from ddlx... import name` written in the package."""
+    found = []
+    for name, path in package_sources(root).items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            if source == "ddlx" or source.startswith("ddlx."):
+                found += [(str(path.relative_to(root)), node.lineno, source, alias.name) for alias in node.names]
+    return found
+
+
+def test_every_imported_name_exists():
+    """An import inside a function runs only when the function does; each one names a module and a
+    name that exist (a module moved or a name renamed shows here, not in a user's run)."""
+    import importlib
+
+    missing = []
+    for file, line, source, name in _imported_names():
+        try:
+            module = importlib.import_module(source)
+        except ImportError as exc:
+            missing.append(f"{file}:{line}: {source} ({exc})")
+            continue
+        if not hasattr(module, name):
+            try:
+                importlib.import_module(f"{source}.{name}")
+            except ImportError:
+                missing.append(f"{file}:{line}: {source} has no {name}")
+    assert missing == [], "\n".join(missing)
