@@ -370,6 +370,7 @@ def scratch() -> Iterator[Path]:
         yield Path(folder)
 
 
+@pytest.mark.slow
 @CHECKS
 @given(generated=intervals(), data=st.data())
 def test_packed_sweep_is_the_window_query_to_the_bit(generated: tuple[list[tuple], int], data: st.DataObject,
