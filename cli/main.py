@@ -384,7 +384,7 @@ def analyze(
 ) -> None:
     """Characterize a trace or a dataset and write its results.
 
-    `ddlx analyze pai-trace` analyses a registered trace; `--dataset NAME` any dataset of the catalog.
+    `ddlx analyze TRACE-trace` analyses a registered trace; `--dataset NAME` any dataset of the catalog.
     Prints one line per finding and writes the results folder (summary.json, report.html). A registered
     trace that is not ingested is analysed on its SYNTHETIC sample."""
     options = _options(resolution, window, engine, spark_master, samples_location, partitions, spark_conf)
@@ -411,7 +411,7 @@ def _analyzed(dataset: str | None, legacy: list[str]) -> tuple[str, bool]:
     if dataset is None and len(legacy) == 1 and legacy[0].endswith("-trace") and legacy[0][:-6] in TRACES:
         return legacy[0][:-6], True
     if dataset is None and not legacy:
-        raise typer.BadParameter("give a trace (analyze pai-trace) or the data as --dataset NAME",
+        raise typer.BadParameter("give a trace (analyze TRACE-trace) or the data as --dataset NAME",
                                  param_hint="--dataset")
     raise typer.BadParameter(f"unexpected {' '.join(legacy)!r}; give the data as --dataset NAME",
                              param_hint="--dataset")

@@ -16,13 +16,14 @@ Every `ddlx` command and sub-command, as its `--help` prints it at 80 columns. T
 
 - **The data is `--dataset NAME`** in every command that reads data: a dataset of the catalog (an
   ingested trace, an import) or a registered trace's name, whose SYNTHETIC sample is used when it is not
-  ingested. Commands that make data from a trace's release take the trace as their argument
-  (`ddlx datasets ingest pai --from DIR`), and `ddlx datasets import NAME` names the dataset it makes.
+  ingested. `ddlx analyze TRACE-trace` is the short form for a registered trace, the main job (its
+  results go to ./ddlx-results/TRACE-trace). Commands that make data from a trace's release take the
+  trace as their argument (`ddlx datasets ingest TRACE --from DIR`), and `ddlx datasets import NAME`
+  names the dataset it makes.
 - **JSON is `--format json`**, in every command that prints JSON (`datasets list`, `datasets status`,
   `datasets info`, `sql`, `reproduce`).
 - The earlier spellings still work and are not listed: `--json`, `--trace NAME`, a bare dataset name
-  (`ddlx datasets info pai`, `ddlx report compare pai philly`), `ddlx analyze dataset NAME` and
-  `ddlx analyze <trace>-trace`.
+  (`ddlx datasets info NAME`, `ddlx report compare NAME NAME`) and `ddlx analyze dataset NAME`.
 - Long work (`datasets synth`, `datasets ingest`, `datasets import-metrics`, `report figures`,
   `placement`) shows its progress on stderr when stderr is a terminal: the count, the rate and, where the
   total is known, the time left. A pipe or a log file receives none of it.

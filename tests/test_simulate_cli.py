@@ -216,6 +216,6 @@ def test_clean_errors(sim, hand_home: Path) -> None:
 def test_simulate_has_help(sim) -> None:
     result = sim("simulate", "--help")
     assert result.code == 0
-    for option in ("--trace", "--dataset", "--policy", "--compare", "--predictor", "--backfill", "--gpus",
+    for option in ("--dataset", "--policy", "--compare", "--predictor", "--backfill", "--gpus",
                    "--limit", "--test-window", "--synthetic", "--out", "--data-home"):
         assert option in result.out
