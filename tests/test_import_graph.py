@@ -73,10 +73,22 @@ def _type_checking_nodes(tree: ast.Module) -> set[int]:
     return skipped
 
 
+def _source(node: ast.ImportFrom, package: str) -> str:
+    """The module a `from ... import` statement written in `package` reads from."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _package_of(name: str, path: Path) -> str:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
 def imports_of(name: str, path: Path, modules: set[str]) -> list[tuple[str, int]]:
     """The ddlx modules `name` imports, with the line of each import."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    package = _package_of(name, path)
     skipped = _type_checking_nodes(tree)
     found: list[tuple[str, int]] = []
 
@@ -91,11 +103,7 @@ def imports_of(name: str, path: Path, modules: set[str]) -> list[tuple[str, int]
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                source = ".".join(base + ([node.module] if node.module else []))
-            else:
-                source = node.module or ""
+            source = _source(node, package)
             targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
                        for alias in node.names]
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "lazy_exports"
@@ -204,22 +212,6 @@ def cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
     return found
 
 
-def graph_figures(root: Path = ROOT) -> dict[str, int]:
-    """Counts for a note: modules, imports, imports inside functions, upward imports, cycles."""
-    graph = import_graph(root)
-    inside = 0
-    for name, path in package_sources(root).items():
-        tree = ast.parse(path.read_text())
-        for function in ast.walk(tree):
-            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                inside += sum(isinstance(n, (ast.Import, ast.ImportFrom)) and
-                              any((a.name if isinstance(n, ast.Import) else (n.module or "")).startswith("ddlx")
-                                  or (isinstance(n, ast.ImportFrom) and n.level) for a in n.names)
-                              for n in ast.walk(function) if n is not function)
-    return {"modules": len(graph), "imports": sum(1 for e in graph.values() for _, line in e if line),
-            "inside_functions": inside, "upward": len(upward_imports(graph)), "cycles": len(cycles(graph))}
-
-
 GRAPH = import_graph()
 
 
@@ -324,15 +316,11 @@ def _imported_names(root: Path = ROOT) -> list[tuple[str, int, str, str]]:
     """(file, line, module, name) of every `from ddlx... import name` written in the package."""
     found = []
     for name, path in package_sources(root).items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        package = _package_of(name, path)
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.ImportFrom):
                 continue
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                source = ".".join(base + ([node.module] if node.module else []))
-            else:
-                source = node.module or ""
+            source = _source(node, package)
             if source == "ddlx" or source.startswith("ddlx."):
                 found += [(str(path.relative_to(root)), node.lineno, source, alias.name) for alias in node.names]
     return found
